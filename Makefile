@@ -1,0 +1,31 @@
+# Two commands: `make demo` runs the main job, `make test` runs the test suite.
+# Both create .venv and install everything they need. The CPU build of torch is
+# installed first (pinned), so the project's `torch>=2.2` never pulls a CUDA build.
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/conceptlab run concept-space-tiny
+
+test: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) bench/train_step.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
