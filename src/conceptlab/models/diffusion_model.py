@@ -1,0 +1,46 @@
+"""A denoising network and its diffusion process held together as one trainable, checkpointable module."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from conceptlab.experiments.config import DiffusionConfig, ModelConfig
+from conceptlab.models.diffusion import DiffusionProcess, build_process
+from conceptlab.models.sampling import ancestral_sample
+
+
+class DiffusionModel(nn.Module):
+    """`net` (the UNet, with hook points) + `process` (schedule, loss, parameterisation)."""
+
+    def __init__(self, net: nn.Module, process: DiffusionProcess, image_shape: tuple[int, int, int]):
+        super().__init__()
+        self.net = net
+        self.process = process
+        self.image_shape = tuple(image_shape)
+
+    def loss(self, images: Tensor, prompts: Tensor, generator: torch.Generator | None = None):
+        """Training loss on a batch of [0,1] images and their prompts; returns (loss, metrics)."""
+        return self.process.loss(self.net, self.process.to_model_space(images), prompts, generator)
+
+    def sample(
+        self,
+        prompts: Tensor,
+        steps: int = 50,
+        generator: torch.Generator | None = None,
+        guidance_scale: float = 0.0,
+        null_prompt: Tensor | None = None,
+    ) -> Tensor:
+        """One image in [0,1] per prompt row (ancestral sampler)."""
+        return ancestral_sample(
+            self.process, self.net, prompts, self.image_shape, steps, generator, guidance_scale, null_prompt
+        )
+
+
+def build_model(
+    model_cfg: ModelConfig, diffusion_cfg: DiffusionConfig, prompt_dim: int, image_size: int, channels: int = 3
+) -> DiffusionModel:
+    from conceptlab.models.unet import ConceptUNet
+
+    net = ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels)
+    return DiffusionModel(net, build_process(diffusion_cfg), (channels, image_size, image_size))

@@ -1,0 +1,108 @@
+"""Ancestral sampling with classifier-free guidance, as a generator that yields every step.
+
+`iter_ancestral` walks t from 1 to 0 on a uniform grid and yields a `SamplerStep`
+{step, t, z, denoised} after each update (k-diffusion's callback idea,
+smalldiffusion's generator idea): analysis code sees every x_t without forking
+the sampler. `ancestral_sample` runs it to the end and returns images in [0,1].
+
+The step from t to s < t samples q(z_s | z_t, x = x̂):
+    c = 1 − SNR(t)/SNR(s),  mean = (α_s/α_t)(1 − c) z_t + α_s c x̂,  var = c σ_s².
+Guidance mixes the conditional and unconditional network outputs as
+(1 + w)·cond − w·uncond (w = 0: plain conditional sampling), evaluated in one
+batched forward pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+from torch import Tensor
+
+from conceptlab.models.diffusion import DiffusionProcess, Network
+
+
+@dataclass
+class SamplerStep:
+    step: int
+    t: float
+    z: Tensor
+    denoised: Tensor
+
+
+def guided_output(
+    process: DiffusionProcess,
+    net: Network,
+    z: Tensor,
+    t: Tensor,
+    prompt: Tensor,
+    guidance_scale: float = 0.0,
+    null_prompt: Tensor | None = None,
+) -> Tensor:
+    """The (guided) network output at z_t, one forward pass for both CFG branches."""
+    if guidance_scale == 0.0:
+        return process.network_output(net, z, t, prompt)
+    if null_prompt is None:
+        raise ValueError("classifier-free guidance needs a null prompt")
+    null = null_prompt.expand_as(prompt)
+    out = process.network_output(net, torch.cat([z, z]), torch.cat([t, t]), torch.cat([prompt, null]))
+    cond, uncond = out.chunk(2)
+    return (1.0 + guidance_scale) * cond - guidance_scale * uncond
+
+
+@torch.inference_mode()
+def iter_ancestral(
+    process: DiffusionProcess,
+    net: Network,
+    prompt: Tensor,
+    image_shape: tuple[int, int, int],
+    steps: int = 50,
+    generator: torch.Generator | None = None,
+    guidance_scale: float = 0.0,
+    null_prompt: Tensor | None = None,
+    clip_denoised: bool = True,
+) -> Iterator[SamplerStep]:
+    """Yield every step of ancestral sampling for a batch of prompts (one image per prompt)."""
+    if steps < 1:
+        raise ValueError(f"steps must be ≥ 1, got {steps}")
+    n = prompt.shape[0]
+    device = prompt.device
+    z = torch.randn((n, *image_shape), generator=generator, device=device)
+    for i in range(steps, 0, -1):
+        t_val, s_val = i / steps, (i - 1) / steps
+        t = torch.full((n,), t_val, device=device)
+        out = guided_output(process, net, z, t, prompt, guidance_scale, null_prompt)
+        x_hat, _ = process.raw_to_x_eps(out, z, t)
+        if clip_denoised:
+            x_hat = x_hat.clamp(-1.0, 1.0)
+        if i == 1:
+            z = x_hat
+        else:
+            s = torch.full((n,), s_val, device=device)
+            lam_t, lam_s = process.logsnr(t[:1]), process.logsnr(s[:1])
+            alpha_t, _ = process.alpha_sigma(t[:1])
+            alpha_s, sigma_s = process.alpha_sigma(s[:1])
+            c = -torch.expm1(lam_t - lam_s)
+            mean = (alpha_s / alpha_t) * (1.0 - c) * z + alpha_s * c * x_hat
+            noise = torch.randn(z.shape, generator=generator, device=device)
+            z = mean + (c.sqrt() * sigma_s) * noise
+        yield SamplerStep(step=steps - i, t=s_val, z=z, denoised=x_hat)
+
+
+def ancestral_sample(
+    process: DiffusionProcess,
+    net: Network,
+    prompt: Tensor,
+    image_shape: tuple[int, int, int],
+    steps: int = 50,
+    generator: torch.Generator | None = None,
+    guidance_scale: float = 0.0,
+    null_prompt: Tensor | None = None,
+) -> Tensor:
+    """Generate one image per prompt row; returns images in [0, 1]."""
+    last = None
+    for last in iter_ancestral(process, net, prompt, image_shape, steps, generator, guidance_scale, null_prompt):
+        pass
+    assert last is not None
+    return process.to_image_space(last.z)

@@ -1,0 +1,110 @@
+"""Checkpoint schedules and checkpoint files (safetensors weights + JSON sidecar), incl. resumable training state."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import safe_open
+
+from conceptlab.experiments.config import TrainConfig
+from conceptlab.store.files import read_json, read_tensors, write_json, write_tensors
+
+_STEP_FILE = re.compile(r"step_(\d+)\.safetensors$")
+
+
+def checkpoint_schedule(cfg: TrainConfig) -> list[int]:
+    """Steps at which to save weights; always ends with the final step.
+
+    sqrt: evenly spaced in √step from `checkpoint_start` (the paper); log: evenly in
+    log step; linear: evenly in step; list: `checkpoint_steps`.
+    """
+    end, start, count = cfg.steps, min(cfg.checkpoint_start, cfg.steps), cfg.checkpoint_count
+    if cfg.checkpoint_schedule == "list":
+        steps = [s for s in (cfg.checkpoint_steps or []) if 1 <= s <= end]
+    elif cfg.checkpoint_schedule == "sqrt":
+        steps = [round(v * v) for v in np.linspace(math.sqrt(start), math.sqrt(end), count)]
+    elif cfg.checkpoint_schedule == "log":
+        steps = [round(v) for v in np.geomspace(start, end, count)]
+    else:
+        steps = [round(v) for v in np.linspace(start, end, count)]
+    return sorted(set(steps) | {end})
+
+
+def checkpoint_path(folder: Path, step: int) -> Path:
+    return Path(folder) / f"step_{step:07d}.safetensors"
+
+
+def save_checkpoint(folder: Path, step: int, tensors: dict[str, torch.Tensor], sidecar: dict[str, Any]) -> Path:
+    """Write `step_XXXXXXX.safetensors` and its `.json` sidecar (step, config hash, metrics, ...)."""
+    path = checkpoint_path(folder, step)
+    write_tensors(path, tensors)
+    write_json(path.with_suffix(".json"), {"step": step, **sidecar})
+    return path
+
+
+def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    sidecar = path.with_suffix(".json")
+    return read_tensors(path), (read_json(sidecar) if sidecar.is_file() else {})
+
+
+def list_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """(step, path) of every complete checkpoint in `folder`, by step."""
+    out = []
+    for path in Path(folder).glob("step_*.safetensors"):
+        match = _STEP_FILE.search(path.name)
+        if match and path.with_suffix(".json").is_file():
+            out.append((int(match.group(1)), path))
+    return sorted(out)
+
+
+def prefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {f"{prefix}{k}": v for k, v in tensors.items()}
+
+
+def unprefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+
+def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Flatten an optimizer state dict into tensors (per-parameter state) + JSON (hyper-parameters)."""
+    state = optimizer.state_dict()
+    tensors = {}
+    for idx, slots in state["state"].items():
+        for name, value in slots.items():
+            tensors[f"{idx}.{name}"] = value if torch.is_tensor(value) else torch.tensor(value)
+    return tensors, {"param_groups": state["param_groups"]}
+
+
+def load_optimizer_tensors(optimizer: torch.optim.Optimizer, tensors: dict[str, torch.Tensor], meta: dict) -> None:
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        idx, name = key.split(".", 1)
+        state.setdefault(int(idx), {})[name] = value
+    optimizer.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+
+
+def save_training_state(path: Path, tensors: dict[str, torch.Tensor], sidecar: dict[str, Any]) -> None:
+    """The resumable state (weights, EMA, optimizer, RNG), one self-contained file overwritten atomically.
+
+    The sidecar travels inside the safetensors metadata, so tensors and metadata can never disagree.
+    """
+    write_tensors(path, tensors, metadata={"sidecar": json.dumps(sidecar)})
+
+
+def load_training_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with safe_open(str(path), framework="pt") as handle:
+        sidecar = json.loads(handle.metadata()["sidecar"])
+        tensors = {k: handle.get_tensor(k) for k in handle.keys()}
+    return tensors, sidecar

@@ -1,0 +1,82 @@
+"""The command line end to end: a micro run, show, resume, and one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from conceptlab.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _probe_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))
+
+
+def test_presets_lists_the_builtin_presets():
+    result = runner.invoke(app, ["presets"])
+    assert result.exit_code == 0
+    assert "concept-space-tiny" in result.output and "paper" in result.output
+
+
+def test_dry_run_prints_the_resolved_config():
+    result = runner.invoke(app, ["run", "micro", "train.steps=3", "--dry-run"])
+    assert result.exit_code == 0 and "steps: 3" in result.output
+
+
+@pytest.mark.slow
+def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
+    result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    (run_dir,) = list(tmp_path.iterdir())
+    assert run_dir.name == "0001-micro"
+    for name in ["config.yaml", "data.json", "train_log.jsonl", "summary.json", "concept_space.parquet",
+                 "learning_times.parquet", "figures/concept_space.png", "figures/accuracy.png", "figures/loss.png",
+                 "checkpoints/step_0000010.safetensors", "checkpoints/step_0000020.json"]:
+        assert (run_dir / name).is_file(), name
+    table = pd.read_parquet(run_dir / "concept_space.parquet")
+    assert len(table) == 2 * 4 * 2  # checkpoints × classes × concepts
+    assert set(table["split"]) == {"train", "held_out"} and table["accuracy"].between(0, 1).all()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["concept_signal"]["size"] > 0 and summary["checkpoints"] == 2
+    data = json.loads((run_dir / "data.json").read_text())
+    assert data["held_out_classes"] == ["11"]
+
+    shown = runner.invoke(app, ["show", str(run_dir)])
+    assert shown.exit_code == 0 and "learning time" in shown.output
+
+    again = runner.invoke(app, ["resume", str(run_dir), "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert "resuming" not in again.output  # finished: nothing retrained
+    log_steps = [json.loads(line)["step"] for line in (run_dir / "train_log.jsonl").read_text().splitlines()]
+    assert log_steps == sorted(set(log_steps))  # no duplicated log lines
+
+    second = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--dry-run"])
+    assert second.exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0001-micro"]  # a dry run creates nothing
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "no-such-preset"], "unknown preset 'no-such-preset'"),
+        (["run", "micro", "train.no_such_key=1"], "unknown config key 'train.no_such_key'"),
+        (["run", "micro", "data.color_separation=-0.2"], "bad value for data.color_separation: -0.2"),
+        (["run", "micro", "data.held_out_classes=[00,01,10,11]"], "removes every training class"),
+        (["show", "/nonexistent/run"], "no summary.json"),
+        (["resume", "/nonexistent/run"], "not a run folder"),
+    ],
+)
+def test_bad_input_gives_one_line_and_exit_code_2(args, message, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "conceptlab.cli", *args, "--runs-dir", str(tmp_path)]
+                          if args[0] == "run" else [sys.executable, "-m", "conceptlab.cli", *args],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    output = (proc.stdout + proc.stderr).strip()
+    assert message in output
+    assert "Traceback" not in output and len(output.splitlines()) == 1
