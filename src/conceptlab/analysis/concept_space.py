@@ -99,7 +99,7 @@ def learning_times(table: pd.DataFrame, threshold: float = 0.9, smoothing: int =
 
 def trajectories(table: pd.DataFrame) -> pd.DataFrame:
     """Concept-space trajectory: one row per (class, step), one column per concept (its p_one)."""
-    wide = table.pivot_table(index=["class", "split", "step"], columns="concept", values="p_one", aggfunc="mean")
+    wide = table.groupby(["class", "split", "step", "concept"])["p_one"].mean().unstack("concept")
     return wide.reset_index().sort_values(["class", "step"])
 
 

@@ -201,7 +201,7 @@ class TrainConfig(_Strict):
 class ProbeConfig(_Strict):
     """The concept classifier used to read generations (trained once, cached by config hash)."""
 
-    width: int = Field(32, ge=4)
+    width: int = Field(16, ge=4, description="channels of the first conv stage (then 2x)")
     images_per_class: int = Field(1500, ge=10)
     invalid_images: int = Field(3000, ge=10, description="blank / background / noise images labelled invalid")
     separation_min: float = Field(0.15, gt=0.0, le=1.0)

@@ -33,7 +33,7 @@ def plot_concept_space(
     training step; `thumbnails` (class code → HxWx3 image) are drawn next to each target corner.
     """
     traj = trajectories(table)
-    classes = sorted(traj["class"].unique())
+    classes = sorted(table["class"].unique())
     three_d = len(concepts) >= 3
     fig = plt.figure(figsize=(6.4, 6.0))
     ax = fig.add_subplot(111, projection="3d" if three_d else None)
@@ -69,7 +69,7 @@ def plot_concept_space(
         ax.add_patch(plt.Rectangle((0, 0), 1, 1, fill=False, lw=0.8, ls=":", color="grey"))
         ax.set_aspect("equal")
     ax.set_title("Concept-space learning dynamics")
-    ax.legend(loc="center", fontsize=8, framealpha=0.8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=max(1, min(4, len(classes))), fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
 

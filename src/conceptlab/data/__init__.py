@@ -1,0 +1,34 @@
+"""Data-generating processes (DGPs) by name: `build_dgp(cfg)` returns the one `cfg.kind` names.
+
+Every DGP follows one small protocol (duck typed), which is all the rest of conceptlab relies on:
+
+- attributes: `concepts: list[str]`; `classes`, `train_classes`, `held_out_classes: list[str]` (class codes, one
+  "0"/"1" digit per concept in `concepts` order); `prompt_dim: int`;
+- `prompt_slices() -> dict[str, slice]`: where each concept's entries sit in a prompt;
+- `make_prompt(values: dict[str, Tensor]) -> Tensor[N, prompt_dim]`: prompts from arbitrary concept values
+  (concepts left out are masked with the null value); `class_prompt(code) -> Tensor[prompt_dim]`: exact means;
+- `training_set() -> ConceptDataset` (images [N,3,S,S] in [0,1], prompts [N,D], class_index [N], class_codes);
+  `test_set(n_per_class, seed) -> ConceptDataset` (every class, exact means);
+  `sample_class(code, n, generator=None, jitter=True) -> (images, prompts)`;
+- `concept_signal(n=256, seed=0) -> dict[str, float]`: σ_i, the image change per unit change of concept i;
+- `describe() -> dict`: a JSON-able summary for the run record.
+
+Determinism: the same config gives bit-identical data. Nonsense input (unknown class code, n ≤ 0) raises ValueError.
+"""
+
+from __future__ import annotations
+
+from conceptlab.data.shapes import ConceptDataset, ShapesDGP
+from conceptlab.experiments.config import DataConfig
+
+DGPS = {"shapes": ShapesDGP}
+
+
+def build_dgp(cfg: DataConfig) -> ShapesDGP:
+    """The data-generating process named by `cfg.kind`."""
+    if cfg.kind not in DGPS:
+        raise ValueError(f"unknown data kind {cfg.kind!r}; known: {sorted(DGPS)}")
+    return DGPS[cfg.kind](cfg)
+
+
+__all__ = ["ConceptDataset", "DGPS", "ShapesDGP", "build_dgp"]

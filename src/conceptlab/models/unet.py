@@ -1,0 +1,243 @@
+"""ConceptUNet: the concept-conditioned diffusion UNet of the concept-space paper, with named hook points."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from conceptlab.experiments.config import ModelConfig
+from conceptlab.hooks.hook_point import HookPoint, name_hook_points
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of scalar parameters of `model`."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def _mlp(in_dim: int, out_dim: int) -> nn.Sequential:
+    """Linear → GELU → Linear, the shape of every time and concept embedder."""
+    return nn.Sequential(nn.Linear(in_dim, out_dim), nn.GELU(), nn.Linear(out_dim, out_dim))
+
+
+def _zero_init(module: nn.Module) -> nn.Module:
+    for p in module.parameters():
+        nn.init.zeros_(p)
+    return module
+
+
+def _same_resolution_conv(channels: int) -> nn.Sequential:
+    """2×2 stride-1 conv after padding right/bottom by 1 (the authors' transition at the coarsest/finest level)."""
+    return nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(channels, channels, 2))
+
+
+class ResBlock(nn.Module):
+    """GroupNorm→GELU→conv, + time bias + concept embedding, GroupNorm→GELU→Dropout→conv (zero-init), + residual.
+
+    Hook points: `hook_in` (block input), `hook_time` (per-channel time bias
+    [N, C]), `hook_concept` (the concept embedding [N, C], per-block mode only),
+    `hook_out` (block output). In shared mode the time MLP reads the sum of the
+    time and the shared concept embedding.
+    """
+
+    def __init__(
+        self, in_ch: int, out_ch: int, cond_dim: int, prompt_dim: int | None, groups: int, dropout: float
+    ) -> None:
+        super().__init__()
+        self.hook_in = HookPoint()
+        self.norm1 = nn.GroupNorm(groups, in_ch)
+        self.conv1 = nn.Conv2d(in_ch, out_ch, 3, padding=1)
+        self.time_mlp = _mlp(cond_dim, out_ch)
+        self.hook_time = HookPoint()
+        self.concept_embedder = _mlp(prompt_dim, out_ch) if prompt_dim is not None else None
+        self.hook_concept = HookPoint() if prompt_dim is not None else None
+        self.norm2 = nn.GroupNorm(groups, out_ch)
+        self.dropout = nn.Dropout(dropout)
+        self.conv2 = _zero_init(nn.Conv2d(out_ch, out_ch, 3, padding=1))
+        self.skip = nn.Conv2d(in_ch, out_ch, 1) if in_ch != out_ch else nn.Identity()
+        self.hook_out = HookPoint()
+
+    def forward(self, x: torch.Tensor, cond: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+        x = self.hook_in(x)
+        h = self.conv1(F.gelu(self.norm1(x)))
+        bias = self.hook_time(self.time_mlp(cond))
+        if self.concept_embedder is not None:
+            bias = bias + self.hook_concept(self.concept_embedder(prompt))
+        h = h + bias[:, :, None, None]
+        h = self.conv2(self.dropout(F.gelu(self.norm2(h))))
+        return self.hook_out(self.skip(x) + h)
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention over pixels: pre-GroupNorm, 1×1 q/k/v and output convs, residual; `hook_out`."""
+
+    def __init__(self, channels: int, heads: int, groups: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm = nn.GroupNorm(groups, channels)
+        self.qkv = nn.Conv2d(channels, 3 * channels, 1)
+        self.proj = nn.Conv2d(channels, channels, 1)
+        self.hook_out = HookPoint()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c, h, w = x.shape
+        qkv = self.qkv(self.norm(x)).reshape(n, 3, self.heads, c // self.heads, h * w)
+        q, k, v = qkv.transpose(-1, -2).unbind(1)  # each [N, heads, HW, C/heads]
+        out = F.scaled_dot_product_attention(q, k, v).transpose(-1, -2).reshape(n, c, h, w)
+        return self.hook_out(x + self.proj(out))
+
+
+class Level(nn.Module):
+    """One resolution of the encoder or decoder: ResBlocks, then a resampling conv."""
+
+    def __init__(self, blocks: list[ResBlock], resample: nn.Module) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.resample = resample
+
+    def run_blocks(self, h: torch.Tensor, cond: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            h = block(h, cond, prompt)
+        return h
+
+
+class Middle(nn.Module):
+    """ResBlock → (optional) self-attention → ResBlock at the coarsest resolution."""
+
+    def __init__(self, blocks: list[ResBlock], attn: Attention | None) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.attn = attn
+
+    def forward(self, h: torch.Tensor, cond: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+        h = self.blocks[0](h, cond, prompt)
+        if self.attn is not None:
+            h = self.attn(h)
+        return self.blocks[1](h, cond, prompt)
+
+
+class ConceptUNet(nn.Module):
+    """Conditional UNet ε-network: `forward(x [N,C,H,W], t [N] in [0,1], prompt [N,P]) -> [N,C,H,W]`.
+
+    Returns the raw network output; the diffusion process adds z_t (ε̂ = UNet(z_t) + z_t).
+    With the paper config (widths [64,128,256], 2 blocks/level, mid attention,
+    prompt_dim 11) it has 10,913,859 parameters.
+
+    The prompt is normalised, p' = (p − prompt_shift)·prompt_scale. Time is a
+    sinusoidal embedding of 1000·t → MLP (w0 → 4w0 → 4w0), shared by all
+    blocks. Concept conditioning (cfg.concept_embedder):
+      per_block: every ResBlock has its own concept embedder, an MLP
+        (P → C → C) whose output, the block's concept embedding, is a
+        per-channel bias; these are the sites of latent interventions.
+      shared: one MLP (P → 4w0 → 4w0) whose output is added to the time embedding.
+    `concept_embedders()` returns these MLPs by module path; the concept embedding
+    a prompt p gets from one of them is `module(normalised_prompt(p))`.
+
+    Levels: encoder level i (width w_i) runs its ResBlocks, keeps the result as
+    skip, then downsamples with a 2×2 stride-2 conv (the last level instead
+    applies a same-resolution 2×2 conv, as the authors do). Decoder `up.k`
+    handles level i = L−1−k: ResBlocks, then a 2×2 transposed conv to w_{i−1}
+    concatenated with encoder skip i−1 (up.L−1, the finest, ends with a
+    same-resolution 2×2 conv). The skip of the coarsest level is unused.
+
+    Hook points (see `conceptlab.hooks.hook_points`), in registration order:
+      hook_prompt                 normalised prompt [N, P]
+      hook_time                   shared time embedding [N, 4w0]
+      hook_concept                shared concept embedding [N, 4w0] (shared mode only)
+      down.{i}.blocks.{j}.hook_in / hook_time / hook_concept / hook_out
+      mid.blocks.{0,1}.hook_in / hook_time / hook_concept / hook_out
+      mid.attn.hook_out           attention output incl. residual (if mid_attention)
+      up.{k}.blocks.{j}.hook_in / hook_time / hook_concept / hook_out
+      hook_out                    network output [N, C, H, W]
+    e.g. `down.0.blocks.1.hook_concept`, `mid.blocks.0.hook_out`, `up.2.blocks.0.hook_in`.
+    """
+
+    def __init__(self, cfg: ModelConfig, prompt_dim: int, image_channels: int = 3) -> None:
+        super().__init__()
+        self.cfg = cfg
+        widths, groups, r = cfg.widths, cfg.norm_groups, cfg.pixel_unshuffle
+        w0, cond_dim = widths[0], 4 * widths[0]
+        per_block = cfg.concept_embedder == "per_block"
+        block_prompt_dim = prompt_dim if per_block else None
+
+        def block(cin: int, cout: int) -> ResBlock:
+            return ResBlock(cin, cout, cond_dim, block_prompt_dim, groups, cfg.dropout)
+
+        half = w0 // 2
+        self.register_buffer(
+            "frequencies", torch.exp(-math.log(1e4) * torch.arange(half) / max(half - 1, 1)), persistent=False
+        )
+        self.hook_prompt = HookPoint()
+        self.time_embedder = _mlp(w0, cond_dim)
+        self.hook_time = HookPoint()
+        self.concept_embedder = None if per_block else _mlp(prompt_dim, cond_dim)
+        self.hook_concept = None if per_block else HookPoint()
+        self.in_conv = nn.Conv2d(image_channels * r * r, w0, 3, padding=1)
+
+        last = len(widths) - 1
+        self.down = nn.ModuleList()
+        for i, w in enumerate(widths):
+            cin = w0 if i == 0 else widths[i - 1]
+            blocks = [block(cin if j == 0 else w, w) for j in range(cfg.blocks_per_level)]
+            resample = nn.Conv2d(w, w, 2, stride=2) if i < last else _same_resolution_conv(w)
+            self.down.append(Level(blocks, resample))
+
+        w_mid = widths[-1]
+        attn = Attention(w_mid, cfg.attention_heads, groups) if cfg.mid_attention else None
+        self.mid = Middle([block(w_mid, w_mid), block(w_mid, w_mid)], attn)
+
+        self.up = nn.ModuleList()
+        for i in reversed(range(len(widths))):
+            w = widths[i]
+            cin = w if i == last else 2 * w
+            blocks = [block(cin if j == 0 else w, w) for j in range(cfg.blocks_per_level)]
+            resample = nn.ConvTranspose2d(w, widths[i - 1], 2, stride=2) if i > 0 else _same_resolution_conv(w)
+            self.up.append(Level(blocks, resample))
+
+        self.out_norm = nn.GroupNorm(groups, w0)
+        self.out_conv = _zero_init(nn.Conv2d(w0, image_channels * r * r, 3, padding=1))
+        self.hook_out = HookPoint()
+        name_hook_points(self)
+
+    def normalised_prompt(self, prompt: torch.Tensor) -> torch.Tensor:
+        """The prompt as the concept embedders see it: (p − prompt_shift)·prompt_scale."""
+        return (prompt - self.cfg.prompt_shift) * self.cfg.prompt_scale
+
+    def time_embedding(self, t: torch.Tensor) -> torch.Tensor:
+        """Sinusoidal embedding of 1000·t (log-spaced frequencies 1..1e-4, sin then cos) → MLP."""
+        args = 1000.0 * t[:, None].float() * self.frequencies[None]
+        emb = torch.cat([args.sin(), args.cos()], dim=1)
+        return self.time_embedder(F.pad(emb, (0, self.cfg.widths[0] % 2)))
+
+    def concept_embedders(self) -> dict[str, nn.Module]:
+        """The concept MLPs by module path (one per ResBlock, or the single shared one)."""
+        return {name: m for name, m in self.named_modules() if name.endswith("concept_embedder") and m is not None}
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+        n, _, height, width = x.shape
+        factor = 2 ** (len(self.cfg.widths) - 1) * self.cfg.pixel_unshuffle
+        if height % factor or width % factor:
+            raise ValueError(
+                f"image size {height}×{width} must be divisible by 2**(levels-1)·pixel_unshuffle = {factor}"
+            )
+        prompt = self.hook_prompt(self.normalised_prompt(prompt))
+        cond = self.hook_time(self.time_embedding(t.expand(n)))
+        if self.concept_embedder is not None:
+            cond = cond + self.hook_concept(self.concept_embedder(prompt))
+
+        r = self.cfg.pixel_unshuffle
+        h = self.in_conv(F.pixel_unshuffle(x, r) if r > 1 else x)
+        skips = []
+        for level in self.down:
+            h = level.run_blocks(h, cond, prompt)
+            skips.append(h)
+            h = level.resample(h)
+        h = self.mid(h, cond, prompt)
+        for k, level in enumerate(self.up):
+            if k > 0:
+                h = torch.cat([h, skips[-1 - k]], dim=1)
+            h = level.resample(level.run_blocks(h, cond, prompt))
+        h = self.out_conv(F.gelu(self.out_norm(h)))
+        return self.hook_out(F.pixel_shuffle(h, r) if r > 1 else h)
