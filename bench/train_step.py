@@ -13,6 +13,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from conceptlab.experiments.config import ModelConfig
 from conceptlab.models.unet import ConceptUNet, count_parameters
+from conceptlab.train.precision import cpu_has_native_bf16
 
 REFERENCE_S_PER_STEP = 2.7  # authors' code, batch 64, measured on this machine
 PROMPT_DIM, IMAGE_SIZE = 11, 32
@@ -40,8 +41,7 @@ def cpu_description() -> str:
     except OSError:
         return "unknown CPU"
     model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
-    native = "avx512_bf16" in info or "amx_bf16" in info
-    return f"{model}, native bf16: {'yes' if native else 'no (bf16 is emulated: slow)'}"
+    return f"{model}, native bf16: {'yes' if cpu_has_native_bf16() else 'no (bf16 is emulated: slow)'}"
 
 
 def matmul_peak_gflops(dtype: torch.dtype, n: int = 4096, reps: int = 5) -> float:
@@ -109,7 +109,7 @@ def count_flops(batch: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per variant (median reported)")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per variant (best and median reported)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     args = parser.parse_args()
@@ -124,17 +124,21 @@ def main() -> None:
     print(f"threads {args.threads}, batch {args.batch}, {IMAGE_SIZE}×{IMAGE_SIZE}, prompt_dim {PROMPT_DIM}")
     print(f"forward {forward_flops / 1e9:.2f} GFLOP/image (spec: 2.33); train step {step_flops / 1e9:.1f} GFLOP")
     print(f"matmul 4096² peak: fp32 {peak[False]:.0f} GFLOP/s, bf16 {peak[True]:.0f} GFLOP/s")
-    print(f"reference: authors' code {REFERENCE_S_PER_STEP} s/step measured on this machine")
+    print(f"reference: authors' code {REFERENCE_S_PER_STEP} s/step measured on this machine (batch 64)")
     print("s/step: best (median) of --steps; GFLOP/s, fraction of matmul peak and speedup use the best")
     print(f"{'variant':<30}{'s/step':>16}{'GFLOP/s':>9}{'of peak':>9}{'speedup':>9}")
+    results = {}
     for variant in VARIANTS:
-        best, median = time_variant(variant, state, args.batch, args.steps, args.warmup)
+        best, median = results[variant.name] = time_variant(variant, state, args.batch, args.steps, args.warmup)
         gflops = step_flops / best / 1e9
         print(
             f"{variant.name:<30}{best:>7.2f} ({median:>6.2f}){gflops:>9.0f}{gflops / peak[variant.bf16]:>9.0%}"
             f"{REFERENCE_S_PER_STEP / best:>8.2f}×",
             flush=True,
         )
+    fastest = min(results, key=lambda name: results[name][0])
+    best = results[fastest][0]
+    print(f"fastest: {fastest}, {best:.2f} s/step = {REFERENCE_S_PER_STEP / best:.2f}× faster than the reference")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ def learning_times(table: pd.DataFrame, threshold: float = 0.9, smoothing: int =
                 "concept": concept,
                 "learning_time": float(curve.index[idx]) if idx is not None else math.nan,
                 "final_accuracy": float(curve.iloc[-1]),
+                "mean_accuracy": float(curve.mean()),
                 "threshold": threshold,
             }
         )

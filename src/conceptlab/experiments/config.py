@@ -183,7 +183,9 @@ class TrainConfig(_Strict):
     weight_decay: float = Field(0.01, ge=0.0)
     grad_clip: float | None = Field(0.01, gt=0.0, description="global grad-norm clip (None = off)")
     ema_decay: float | None = Field(None, ge=0.0, lt=1.0, description="EMA of weights (None = off)")
-    bf16: bool = Field(True, description="bf16 autocast on CPU/GPU")
+    bf16: bool | None = Field(
+        None, description="bf16 autocast; null = auto (on where the device has native bf16, else fp32)"
+    )
     checkpoint_schedule: Literal["sqrt", "log", "linear", "list"] = "sqrt"
     checkpoint_count: int = Field(60, ge=1)
     checkpoint_start: int = Field(500, ge=1)
@@ -204,7 +206,7 @@ class ProbeConfig(_Strict):
     width: int = Field(16, ge=4, description="channels of the first conv stage (then 2x)")
     images_per_class: int = Field(1500, ge=10)
     invalid_images: int = Field(3000, ge=10, description="blank / background / noise images labelled invalid")
-    separation_min: float = Field(0.15, gt=0.0, le=1.0)
+    separation_min: float = Field(0.1, gt=0.0, le=1.0)
     separation_max: float = Field(0.8, gt=0.0, le=1.0)
     epochs: int = Field(6, ge=1)
     batch_size: int = Field(128, ge=1)

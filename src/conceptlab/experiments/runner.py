@@ -41,7 +41,8 @@ from conceptlab.probes.concept_classifier import load_or_train_probe
 from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_loss, plot_samples
 from conceptlab.store.files import read_json, read_tensors, write_json, write_parquet, write_tensors, write_text
 from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint, load_training_state
-from conceptlab.train.trainer import TrainingData, autocast, iter_training, load_weights
+from conceptlab.train.precision import autocast, resolve_bf16
+from conceptlab.train.trainer import TrainingData, iter_training, load_weights
 
 _RUN_DIR = re.compile(r"^(\d{4,})-")
 
@@ -93,7 +94,7 @@ def find_unfinished_run(runs_dir: Path, cfg: RunConfig) -> Path | None:
     return None
 
 
-def _progress(console: Console) -> Progress:
+def _progress(console: Console, enabled: bool) -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -104,6 +105,7 @@ def _progress(console: Console) -> Progress:
         TimeRemainingColumn(),
         console=console,
         transient=False,
+        disable=not enabled,
     )
 
 
@@ -139,9 +141,7 @@ def train_stage(cfg: RunConfig, folder: RunFolder, dgp, model, console: Console,
         cfg_dropout=cfg.diffusion.cfg_dropout,
         config_hash=cfg.training_hash(),
     )
-    with _progress(console) as bar, folder.train_log.open("a") as log:
-        if not progress:
-            bar.stop()
+    with _progress(console, progress) as bar, folder.train_log.open("a") as log:
         task = bar.add_task("train", total=cfg.train.steps, completed=state_step, info="")
         for rec in records:
             if rec.step % cfg.train.log_every == 0 or rec.checkpoint is not None or rec.step == cfg.train.steps:
@@ -166,15 +166,13 @@ def evaluate_stage(cfg: RunConfig, folder: RunFolder, dgp, model, probe, console
     began = time.perf_counter()
     model.eval()
     samples: dict[str, torch.Tensor] = {}
-    with _progress(console) as bar:
-        if not progress:
-            bar.stop()
+    with _progress(console, progress) as bar:
         task = bar.add_task("evaluate", total=len(checkpoints), completed=len(checkpoints) - len(todo), info="")
         for step, path in todo:
             tensors, _ = load_checkpoint(path)
             load_weights(model, tensors, use_ema=cfg.eval.use_ema)
             generator = torch.Generator().manual_seed(cfg.eval.eval_seed)
-            with autocast(cfg.train.bf16):
+            with autocast(resolve_bf16(cfg.train.bf16)):
                 images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
             table = evaluate_generations(images.float(), classes, splits, dgp.concepts, probe, step)
             write_parquet(folder.eval / f"step_{step:07d}.parquet", table)
@@ -216,6 +214,8 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
     eval_seconds = evaluate_stage(cfg, folder, dgp, model, probe, console, progress)
     summary = finalize(cfg, folder, data_summary, probe_report)
     summary["parameters"] = n_params
+    summary["bf16"] = resolve_bf16(cfg.train.bf16)
+    summary["threads"] = torch.get_num_threads()
     summary["seconds"] = {
         "train": round(train_seconds, 2),
         "probe": round(probe_seconds, 2),
@@ -253,6 +253,7 @@ def finalize(cfg: RunConfig, folder: RunFolder, data_summary: dict, probe_report
             f"{r.split}/{r.concept}": (None if pd.isna(r.learning_time) else int(r.learning_time))
             for r in times.itertuples()
         },
+        "mean_accuracy": {f"{r.split}/{r.concept}": round(r.mean_accuracy, 4) for r in times.itertuples()},
         "final_accuracy": {
             f"{r['class']}/{r['concept']}": round(float(r["accuracy"]), 4) for _, r in final.iterrows()
         },

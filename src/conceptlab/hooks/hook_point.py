@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from itertools import count
 from typing import Any, Callable, Optional
 
 import torch
@@ -26,16 +25,13 @@ class HookPoint(nn.Module):
         self.name = ""
         self.context: Any = None
         self._fns: dict[int, HookFn] = {}
-        self._ids = count()
+        self._next_id = 0
 
     def add_hook(self, fn: HookFn) -> Callable[[], None]:
         """Attach `fn`; returns a function that removes exactly this hook."""
-        key = next(self._ids)
+        key, self._next_id = self._next_id, self._next_id + 1
         self._fns[key] = fn
         return lambda: self._fns.pop(key, None)
-
-    def remove_hooks(self) -> None:
-        self._fns.clear()
 
     @property
     def has_hooks(self) -> bool:

@@ -213,9 +213,10 @@ class ConceptUNet(nn.Module):
 
     def concept_embedders(self) -> dict[str, nn.Module]:
         """The concept MLPs by module path (one per ResBlock, or the single shared one)."""
-        return {name: m for name, m in self.named_modules() if name.endswith("concept_embedder") and m is not None}
+        return {name: m for name, m in self.named_modules() if name.endswith("concept_embedder")}
 
     def forward(self, x: torch.Tensor, t: torch.Tensor, prompt: torch.Tensor) -> torch.Tensor:
+        """Raw output for images x [N,C,H,W], times t [N] (or a scalar) in [0,1] and prompts [N,P]."""
         n, _, height, width = x.shape
         factor = 2 ** (len(self.cfg.widths) - 1) * self.cfg.pixel_unshuffle
         if height % factor or width % factor:

@@ -10,7 +10,6 @@ result is bit-identical to an uninterrupted run on the same machine.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import time
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from conceptlab.experiments.config import TrainConfig
+from conceptlab.train.precision import autocast, resolve_bf16
 from conceptlab.train.checkpoints import (
     checkpoint_schedule,
     load_optimizer_tensors,
@@ -72,12 +72,6 @@ class EMA:
             ema_b.copy_(b)
 
 
-def autocast(enabled: bool, device: torch.device | str = "cpu"):
-    if not enabled:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
-
-
 def iter_training(
     model: nn.Module,
     data: TrainingData,
@@ -96,6 +90,7 @@ def iter_training(
     generator = torch.Generator(device="cpu").manual_seed(cfg.train_seed)
     torch.manual_seed(cfg.train_seed)  # dropout draws from the global generator
     schedule = set(checkpoint_schedule(cfg))
+    bf16 = resolve_bf16(cfg.bf16, device)
     start = 0
     resumed = load_training_state(state_path)
     if resumed is not None:
@@ -120,7 +115,7 @@ def iter_training(
         if cfg_dropout > 0:
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
-        with autocast(cfg.bf16, device):
+        with autocast(bf16, device):
             loss, metrics = model.loss(images.to(device), prompts.to(device), generator)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

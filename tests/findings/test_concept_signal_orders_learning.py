@@ -1,0 +1,56 @@
+"""Finding 1 (Park et al. 2024): the concept with the larger concept signal is learned first.
+
+Two CI-sized runs of the shipped presets: with Δc large and Δs small the held-out
+class (blue-small) gets its color right before its size; with them swapped, its
+size first. The test fails if the order flips or the strong concept is never learned.
+"""
+
+import math
+
+import pytest
+import torch
+
+from conceptlab.experiments.loading import load_config
+from conceptlab.experiments.runner import run_experiment
+
+CI_SIZE = [  # fewer steps, checkpoints every 25 steps and 16 generations per class, same data and model
+    "train.steps=500",
+    "train.checkpoint_start=25",
+    "train.checkpoint_count=20",
+    "eval.samples_per_class=16",
+]
+
+
+@pytest.fixture(autouse=True)
+def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _time(value: float) -> float:
+    return math.inf if math.isnan(value) else value
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "preset, strong, weak",
+    [("concept-signal-color-first-tiny", "color", "size"), ("concept-signal-size-first-tiny", "size", "color")],
+)
+def test_larger_concept_signal_is_learned_first(preset, strong, weak, tmp_path):
+    cfg = load_config(preset, CI_SIZE)
+    summary = run_experiment(cfg, tmp_path / preset, progress=False)
+    signal = summary["concept_signal"]
+    assert signal[strong] > 1.4 * signal[weak]
+    times = summary["learning_time"]
+    held_strong, held_weak = times[f"held_out/{strong}"], times[f"held_out/{weak}"]
+    assert held_strong is not None, f"{strong} never learned on the held-out class: {times}"
+    assert held_strong < _time(float("nan") if held_weak is None else held_weak), times
+    mean = summary["mean_accuracy"]
+    assert mean[f"held_out/{strong}"] > mean[f"held_out/{weak}"] + 0.1, mean
+    # The training classes have learned the strong concept by the end.
+    train_acc = [v for k, v in summary["final_accuracy"].items()
+                 if k.split("/")[0] in summary["train_classes"] and k.endswith(f"/{strong}")]
+    assert min(train_acc) >= 0.9, summary["final_accuracy"]
