@@ -18,7 +18,7 @@ def test_every_preset_loads():
 def test_extends_merges_nested_sections():
     base = load_config("concept-space-tiny")
     child = load_config("concept-signal-color-first-tiny")
-    assert child.data.color_separation == 0.6 and child.data.size_separation == 0.15
+    assert child.data.color_separation == 0.8 and child.data.size_separation == 0.1
     assert child.model == base.model and child.diffusion == base.diffusion
     assert child.train.lr == base.train.lr and child.train.checkpoint_count == 24
 
