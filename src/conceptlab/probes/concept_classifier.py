@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,17 +12,17 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from conceptlab.data.shapes import ATTRIBUTES, sample_scene, seeded_generator
 from conceptlab.experiments.config import ProbeConfig, config_hash
+from conceptlab.store.files import read_tensors, write_json, write_tensors
 
 PROBE_VERSION = 1  # bump whenever training data or architecture change, so cached probes are retrained
 SEPARATION_GRID = (0.2, 0.4, 0.6, 0.8)  # exact-mean test separations reported (those inside the probe's range)
 
 
-class ProbeAccuracyError(RuntimeError):
+class ProbeAccuracyError(ValueError):
     """The trained probe does not reach `ProbeConfig.min_accuracy`."""
 
 
@@ -279,17 +278,6 @@ def default_cache_dir() -> Path:
     return (Path(root) if root else Path.home() / ".cache" / "conceptlab") / "probes"
 
 
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def load_or_train_probe(
     cfg: ProbeConfig,
     concepts: list[str],
@@ -306,7 +294,7 @@ def load_or_train_probe(
     if weights.exists() and sidecar.exists():
         meta = json.loads(sidecar.read_text())
         probe = ConceptProbe(meta["concepts"], meta["width"])
-        probe.load_state_dict(load_file(weights))
+        probe.load_state_dict(read_tensors(weights))
         return probe.eval(), {**meta["report"], "source": "cache"}
 
     probe, report = train_probe(cfg, concepts, image_size, progress)
@@ -319,6 +307,6 @@ def load_or_train_probe(
     cache.mkdir(parents=True, exist_ok=True)
     meta = {"key": key, "version": PROBE_VERSION, "concepts": list(concepts), "width": cfg.width,
             "image_size": image_size, "probe_config": cfg.model_dump(), "report": report}
-    _atomic_write(weights, lambda tmp: save_file({k: v.contiguous() for k, v in probe.state_dict().items()}, tmp))
-    _atomic_write(sidecar, lambda tmp: Path(tmp).write_text(json.dumps(meta, indent=2)))
+    write_tensors(weights, probe.state_dict())  # weights first: the sidecar marks a complete cache entry
+    write_json(sidecar, meta)
     return probe, {**report, "source": "trained"}
