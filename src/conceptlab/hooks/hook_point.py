@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Optional
 
 import torch
 from torch import nn
 
 HookFn = Callable[[torch.Tensor, "HookPoint"], Optional[torch.Tensor]]
+Branch = Literal["cond", "uncond", "both"]
+BRANCHES: tuple[str, ...] = ("cond", "uncond", "both")
+
+
+@dataclass(frozen=True)
+class SamplingContext:
+    """What the sampler publishes to every hook point for one network pass.
+
+    `t` is the diffusion time the network sees, `step` the sampler step index
+    (None outside a sampler loop). The batch is laid out [cond; uncond]: rows
+    `0..n_cond-1` are the conditional CFG branch, the remaining `n_rows - n_cond`
+    the unconditional one (n_cond == n_rows without guidance).
+    """
+
+    t: float
+    step: int | None
+    n_rows: int
+    n_cond: int
+
+    def rows(self, branch: Branch) -> slice:
+        """The batch rows of one CFG branch ("cond", "uncond" or "both")."""
+        if branch == "cond":
+            return slice(0, self.n_cond)
+        if branch == "uncond":
+            return slice(self.n_cond, self.n_rows)
+        if branch == "both":
+            return slice(0, self.n_rows)
+        raise ValueError(f"unknown branch {branch!r}; expected one of {BRANCHES}")
+
+    @property
+    def is_cond(self) -> torch.Tensor:
+        """Per batch row: True for the conditional branch."""
+        return torch.arange(self.n_rows) < self.n_cond
 
 
 class HookPoint(nn.Module):

@@ -9,7 +9,9 @@ The step from t to s < t samples q(z_s | z_t, x = x̂):
     c = 1 − SNR(t)/SNR(s),  mean = (α_s/α_t)(1 − c) z_t + α_s c x̂,  var = c σ_s².
 Guidance mixes the conditional and unconditional network outputs as
 (1 + w)·cond − w·uncond (w = 0: plain conditional sampling), evaluated in one
-batched forward pass.
+batched forward pass over [cond; uncond]. Each pass publishes a
+`hooks.SamplingContext` (t, step, which rows are the conditional branch) to the
+network's hook points, so hooks can be restricted by time and branch.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Iterator
 import torch
 from torch import Tensor
 
+from conceptlab.hooks import SamplingContext, sampling_context
 from conceptlab.models.diffusion import DiffusionProcess, Network
 
 
@@ -39,14 +42,18 @@ def guided_output(
     prompt: Tensor,
     guidance_scale: float = 0.0,
     null_prompt: Tensor | None = None,
+    step: int | None = None,
 ) -> Tensor:
-    """The (guided) network output at z_t, one forward pass for both CFG branches."""
+    """The (guided) network output at z_t, one forward pass for both CFG branches (t: one time for all rows)."""
+    n = z.shape[0]
     if guidance_scale == 0.0:
-        return process.network_output(net, z, t, prompt)
+        with sampling_context(net, SamplingContext(t=float(t.reshape(-1)[0]), step=step, n_rows=n, n_cond=n)):
+            return process.network_output(net, z, t, prompt)
     if null_prompt is None:
         raise ValueError("classifier-free guidance needs a null prompt")
     null = null_prompt.expand_as(prompt)
-    out = process.network_output(net, torch.cat([z, z]), torch.cat([t, t]), torch.cat([prompt, null]))
+    with sampling_context(net, SamplingContext(t=float(t.reshape(-1)[0]), step=step, n_rows=2 * n, n_cond=n)):
+        out = process.network_output(net, torch.cat([z, z]), torch.cat([t, t]), torch.cat([prompt, null]))
     cond, uncond = out.chunk(2)
     return (1.0 + guidance_scale) * cond - guidance_scale * uncond
 
@@ -72,7 +79,7 @@ def iter_ancestral(
     for i in range(steps, 0, -1):
         t_val, s_val = i / steps, (i - 1) / steps
         t = torch.full((n,), t_val, device=device)
-        out = guided_output(process, net, z, t, prompt, guidance_scale, null_prompt)
+        out = guided_output(process, net, z, t, prompt, guidance_scale, null_prompt, step=steps - i)
         x_hat, _ = process.raw_to_x_eps(out, z, t)
         if clip_denoised:
             x_hat = x_hat.clamp(-1.0, 1.0)

@@ -1,0 +1,133 @@
+"""Phenomenological model of concept-space trajectories (finding 6): a gated gradient flow, simulated and fitted.
+
+The state c = (c1, c2) (the concept-space point of the held-out class, e.g.
+P(blue), P(small)) starts at c(t_start) = (0.5, 0.5) and follows gradient flow
+on a quadratic energy whose two terms pull each coordinate toward 1 (the value
+the concept signal supports) and toward a gate α(t):
+
+    α(t)   = sigmoid(k (t − t0))
+    dc1/dt = η [ (1/(2a)) (1 − c1) + (a/2) (α(t) − c1) ]
+    dc2/dt = η [ (a/2) (1 − c2) + (1/(2a)) (α(t) − c2) ]
+
+with a > 0 the ratio of the two concept signals, k > 0 the gate's sharpness,
+t0 its opening time and η > 0 the learning rate, all in the units of `steps`.
+Before the gate opens (α ≈ 0) c heads toward (1/(1+a²), a²/(1+a²)), a training
+class when a ≠ 1 (memorization); once it opens both coordinates go to 1 (the
+turn toward the held-out class).
+
+`simulate` integrates it with scipy's `solve_ivp`; `fit_gated_flow` fits
+(a, k, t0, η) to a measured trajectory with `least_squares` from a few starts
+(in log a, log k, log η and t0 scaled by the step range) and reports RMSE and R².
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.optimize import least_squares
+from scipy.special import expit
+
+
+@dataclass(frozen=True)
+class GatedFlowParams:
+    """a: concept-signal ratio; k: gate sharpness; t0: gate opening time; eta: learning rate."""
+
+    a: float
+    k: float
+    t0: float
+    eta: float
+
+
+@dataclass(frozen=True)
+class GatedFlowFit:
+    """Best-fitting parameters, the fitted trajectory at the measured steps, RMSE and R² over both coordinates."""
+
+    params: GatedFlowParams
+    fitted: np.ndarray
+    rmse: float
+    r2: float
+
+
+def _check_steps(steps: np.ndarray, t_start: float) -> None:
+    if steps.ndim != 1 or steps.size == 0:
+        raise ValueError(f"steps must be a non-empty 1-d array, got shape {steps.shape}")
+    if np.any(np.diff(steps) <= 0) or steps[0] < t_start:
+        raise ValueError(f"steps must be strictly increasing and ≥ t_start={t_start}")
+
+
+def simulate(params: GatedFlowParams, steps: np.ndarray, t_start: float = 0.0) -> np.ndarray:
+    """c(t) at each of `steps` ([len(steps), 2]) from c(t_start) = (0.5, 0.5)."""
+    steps = np.asarray(steps, dtype=float)
+    _check_steps(steps, t_start)
+    a, k, t0, eta = params.a, params.k, params.t0, params.eta
+    if min(a, k, eta) <= 0:
+        raise ValueError(f"a, k and eta must be positive, got {params}")
+    w_small, w_large = 1.0 / (2.0 * a), a / 2.0
+
+    def rhs(t: float, c: np.ndarray) -> np.ndarray:
+        gate = expit(k * (t - t0))
+        return eta * np.array(
+            [w_small * (1.0 - c[0]) + w_large * (gate - c[0]), w_large * (1.0 - c[1]) + w_small * (gate - c[1])]
+        )
+
+    if steps[-1] == t_start:
+        return np.full((1, 2), 0.5)
+    sol = solve_ivp(
+        rhs, (t_start, steps[-1]), [0.5, 0.5], t_eval=steps, rtol=1e-6, atol=1e-8, max_step=max(0.5 / k, 1e-12)
+    )
+    if not sol.success:
+        raise RuntimeError(f"ODE integration failed: {sol.message}")
+    return sol.y.T
+
+
+def fit_gated_flow(
+    steps: np.ndarray,
+    c: np.ndarray,
+    t_start: float = 0.0,
+    starts: list[GatedFlowParams] | None = None,
+) -> GatedFlowFit:
+    """Least-squares fit of (a, k, t0, η) to a measured trajectory c ([len(steps), 2]); best of several starts."""
+    steps, c = np.asarray(steps, dtype=float), np.asarray(c, dtype=float)
+    _check_steps(steps, t_start)
+    if c.shape != (steps.size, 2):
+        raise ValueError(f"c must be [len(steps), 2] = {(steps.size, 2)}, got {c.shape}")
+    if steps.size < 5:
+        raise ValueError(f"fitting 4 parameters needs at least 5 checkpoints, got {steps.size}")
+    span = steps[-1] - t_start
+
+    def unpack(x: np.ndarray) -> GatedFlowParams:
+        a, k, t0, eta = np.exp(x[0]), np.exp(x[1]) / span, t_start + x[2] * span, np.exp(x[3]) / span
+        return GatedFlowParams(a=float(a), k=float(k), t0=float(t0), eta=float(eta))
+
+    def pack(p: GatedFlowParams) -> np.ndarray:
+        return np.array([np.log(p.a), np.log(p.k * span), (p.t0 - t_start) / span, np.log(p.eta * span)])
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        return (simulate(unpack(x), steps, t_start) - c).ravel()
+
+    if starts is None:
+        starts = [
+            GatedFlowParams(a, 10.0 / span, t_start + f * span, 10.0 / span)
+            for a, f in product((0.5, 2.0), (0.3, 0.6))
+        ]
+    lower = np.array([np.log(0.02), np.log(0.1), -0.5, np.log(0.01)])
+    upper = np.array([np.log(50.0), np.log(1e3), 1.5, np.log(1e3)])
+    best = None
+    for start in starts:
+        x0 = np.clip(pack(start), lower + 1e-9, upper - 1e-9)
+        result = least_squares(residual, x0, bounds=(lower, upper), x_scale="jac")
+        if best is None or result.cost < best.cost:
+            best = result
+    params = unpack(best.x)
+    fitted = simulate(params, steps, t_start)
+    ss_res = float(((fitted - c) ** 2).sum())
+    ss_tot = float(((c - c.mean(axis=0)) ** 2).sum())
+    return GatedFlowFit(
+        params=params,
+        fitted=fitted,
+        rmse=float(np.sqrt(ss_res / c.size)),
+        r2=1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"),
+    )

@@ -1,0 +1,78 @@
+"""Representation geometry on analytic clouds: effective dimension, persistent homology, torus chord tests."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conceptlab.analysis.geometry import (
+    as_grid,
+    chord_tests,
+    clifford_torus,
+    effective_dimension,
+    eigenspectrum,
+    explained_variance,
+    persistent_homology,
+    torus_3d,
+)
+from conceptlab.data.bumps import lattice
+
+GRID = lattice((2.0, 2.0))  # 16 × 16 label grid on the 32-periodic canvas
+
+
+def rotate_into(points: torch.Tensor, dim: int, seed: int = 0) -> np.ndarray:
+    """The cloud placed in `dim` dimensions by a random orthogonal map (geometry must not change)."""
+    q, _ = np.linalg.qr(np.random.default_rng(seed).normal(size=(dim, dim)))
+    return points.numpy() @ q[: points.shape[1]]
+
+
+def test_effective_dimension_of_the_references():
+    assert effective_dimension(clifford_torus(GRID)) == pytest.approx(4.0, abs=1e-10)
+    assert effective_dimension(rotate_into(clifford_torus(GRID), 32)) == pytest.approx(4.0, abs=1e-10)
+    # standard (R + r cos φ) embedding: eigenvalues a, a, b with a = (R² + r²/2)/2, b = r²/2 → PR < 3 ...
+    a, b = (4 + 0.5) / 2, 0.5
+    torus = torus_3d(GRID, R=2.0, r=1.0)
+    assert effective_dimension(torus) == pytest.approx((2 * a + b) ** 2 / (2 * a**2 + b**2), abs=1e-10)
+    assert np.allclose(eigenspectrum(torus, 5), [a, a, b, 0, 0], atol=1e-10)  # ... it has rank 3 ...
+    spindle = torus_3d(GRID, R=1 / math.sqrt(2), r=1.0)  # ... and PR = 3 only when R = r/√2
+    assert effective_dimension(spindle) == pytest.approx(3.0, abs=1e-10)
+    assert explained_variance(clifford_torus(GRID), k=4) == pytest.approx(1.0)
+    assert explained_variance(clifford_torus(GRID), k=2) == pytest.approx(0.5)
+
+
+def test_persistent_homology_of_a_sampled_torus():
+    g = torch.Generator().manual_seed(0)
+    labels = lattice((32 / 14, 32 / 14))
+    jittered = labels + 0.3 * torch.randn(labels.shape, generator=g, dtype=torch.float64)  # 196 points
+    assert persistent_homology(rotate_into(clifford_torus(jittered), 16))["betti"] == (1, 2, 1)
+    ring = torus_3d(lattice((32 / 20, 32 / 10)), R=1.5, r=1.0)  # 200 points, denser around the long circle
+    assert persistent_homology(ring, threshold=0.15)["betti"] == (1, 2, 1)
+
+
+def test_persistent_homology_of_a_circle_with_subsampling():
+    g = torch.Generator().manual_seed(1)
+    angle = torch.rand(400, generator=g, dtype=torch.float64) * 2 * math.pi
+    circle = rotate_into(torch.stack([angle.cos(), angle.sin()], dim=1), 20)
+    result = persistent_homology(circle, n_components=4, n_points=120, seed=2)
+    assert result["betti"] == (1, 1, 0) and result["scale"] == pytest.approx(2.0, abs=0.05)
+
+
+def test_chord_tests_separate_clifford_from_3d_torus():
+    clifford = chord_tests(as_grid(rotate_into(clifford_torus(GRID), 12), GRID))
+    ring = chord_tests(as_grid(torus_3d(GRID), GRID))
+    assert clifford["orthogonality"] == pytest.approx(0.0, abs=1e-9)
+    assert clifford["parallelism_x"] == pytest.approx(1.0) and clifford["parallelism_y"] == pytest.approx(1.0)
+    assert ring["orthogonality"] > 0.3  # finite x- and y-chords of the ring torus are not orthogonal
+    assert ring["parallelism_x"] == pytest.approx(1.0)  # x-chords only scale with R + r cos φ ...
+    assert ring["parallelism_y"] < 0.6  # ... but y-chords turn with θ
+    assert ring["parallelism"] < clifford["parallelism"] - 0.2
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="full grid"):
+        as_grid(clifford_torus(GRID)[:-1], GRID[:-1])
+    with pytest.raises(ValueError, match="threshold"):
+        persistent_homology(clifford_torus(GRID), threshold=0.0)
+    with pytest.raises(ValueError, match="point cloud"):
+        effective_dimension(np.zeros(5))
