@@ -129,11 +129,14 @@ def plot_samples(samples: dict[int, np.ndarray], classes: list[str]) -> Figure:
     steps = sorted(samples)
     fig, axes = plt.subplots(len(steps), 1, figsize=(1.0 + 0.7 * len(classes), 0.75 * len(steps) + 0.6),
                              squeeze=False)
+    width = samples[steps[0]].shape[2]
+    centres = [1 + k * (width + 1) + width / 2 for k in range(len(classes))]
     for ax, step in zip(axes[:, 0], steps):
         ax.imshow(image_grid(samples[step], len(classes)))
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_ylabel(str(step), rotation=0, ha="right", va="center", fontsize=7)
-    axes[0, 0].set_title("  ".join(classes), fontsize=8)
+        ax.set_ylabel(f"step {step}", rotation=0, ha="right", va="center", fontsize=7)
+    axes[0, 0].set_xticks(centres, classes, fontsize=7)
+    axes[0, 0].xaxis.tick_top()
     fig.tight_layout()
     return fig
