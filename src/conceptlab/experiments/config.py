@@ -186,6 +186,7 @@ class TrainConfig(_Strict):
     bf16: bool | None = Field(
         None, description="bf16 autocast; null = auto (on where the device has native bf16, else fp32)"
     )
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when available, else cpu")
     checkpoint_schedule: Literal["sqrt", "log", "linear", "list"] = "sqrt"
     checkpoint_count: int = Field(60, ge=1)
     checkpoint_start: int = Field(500, ge=1)

@@ -41,7 +41,7 @@ from conceptlab.probes.concept_classifier import load_or_train_probe
 from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_loss, plot_samples
 from conceptlab.store.files import read_json, read_tensors, write_json, write_parquet, write_tensors, write_text
 from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint, load_training_state
-from conceptlab.train.precision import autocast, resolve_bf16
+from conceptlab.train.precision import autocast, resolve_bf16, resolve_device
 from conceptlab.train.trainer import TrainingData, iter_training, load_weights
 
 _RUN_DIR = re.compile(r"^(\d{4,})-")
@@ -160,7 +160,8 @@ def evaluate_stage(cfg: RunConfig, folder: RunFolder, dgp, model, probe, console
     classes = list(dgp.classes)
     splits = {c: ("train" if c in dgp.train_classes else "held_out") for c in classes}
     n = cfg.eval.samples_per_class
-    prompts = generation_prompts(torch.stack([dgp.class_prompt(c) for c in classes]), n)
+    device = next(model.parameters()).device
+    prompts = generation_prompts(torch.stack([dgp.class_prompt(c) for c in classes]), n).to(device)
     null_prompt = torch.full_like(prompts[:1], cfg.data.null_value)
     steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
     began = time.perf_counter()
@@ -171,10 +172,11 @@ def evaluate_stage(cfg: RunConfig, folder: RunFolder, dgp, model, probe, console
         for step, path in todo:
             tensors, _ = load_checkpoint(path)
             load_weights(model, tensors, use_ema=cfg.eval.use_ema)
-            generator = torch.Generator().manual_seed(cfg.eval.eval_seed)
-            with autocast(resolve_bf16(cfg.train.bf16)):
+            generator = torch.Generator(device=prompts.device).manual_seed(cfg.eval.eval_seed)
+            with autocast(resolve_bf16(cfg.train.bf16, device), device):
                 images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
-            table = evaluate_generations(images.float(), classes, splits, dgp.concepts, probe, step)
+            images = images.float().cpu()
+            table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
             write_parquet(folder.eval / f"step_{step:07d}.parquet", table)
             samples[f"step_{step:07d}"] = images[::n].clone()  # first generation of each class
             mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
@@ -201,7 +203,8 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
     data_summary = dgp.describe()
     write_json(folder.data, data_summary)
     torch.manual_seed(cfg.train.train_seed)
-    model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, cfg.data.image_size)
+    device = resolve_device(cfg.train.device)
+    model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, cfg.data.image_size).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(
         f"[bold]{cfg.name}[/] → {folder.root}  ({n_params / 1e6:.2f} M parameters, "
@@ -214,7 +217,8 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
     eval_seconds = evaluate_stage(cfg, folder, dgp, model, probe, console, progress)
     summary = finalize(cfg, folder, data_summary, probe_report)
     summary["parameters"] = n_params
-    summary["bf16"] = resolve_bf16(cfg.train.bf16)
+    summary["device"] = str(device)
+    summary["bf16"] = resolve_bf16(cfg.train.bf16, device)
     summary["threads"] = torch.get_num_threads()
     summary["seconds"] = {
         "train": round(train_seconds, 2),

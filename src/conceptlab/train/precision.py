@@ -1,4 +1,4 @@
-"""Numeric precision: whether bf16 autocast pays off on this device, and the autocast context to use."""
+"""Device and numeric precision: where to run, whether bf16 autocast pays off there, and the autocast context."""
 
 from __future__ import annotations
 
@@ -29,6 +29,13 @@ def native_bf16(device: torch.device | str = "cpu") -> bool:
 def resolve_bf16(setting: bool | None, device: torch.device | str = "cpu") -> bool:
     """`None` (auto) → bf16 exactly where the hardware supports it natively."""
     return native_bf16(device) if setting is None else bool(setting)
+
+
+def resolve_device(setting: str = "auto") -> torch.device:
+    """`auto` → cuda when available, else cpu; asking for cuda without one is an error."""
+    if setting == "cuda" and not torch.cuda.is_available():
+        raise ValueError("train.device=cuda but no CUDA device is available")
+    return torch.device("cuda" if setting == "cuda" or (setting == "auto" and torch.cuda.is_available()) else "cpu")
 
 
 def autocast(enabled: bool, device: torch.device | str = "cpu"):

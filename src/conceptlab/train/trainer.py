@@ -84,10 +84,11 @@ def iter_training(
     """Train `model` (a `DiffusionModel`) for cfg.steps steps, resuming from `state_path` if it exists."""
     if data.images.shape[0] == 0:
         raise ValueError("the training set is empty")
-    device = data.images.device
+    device = next(model.parameters()).device
     optimizer = build_optimizer(model, cfg)
     ema = EMA(model, cfg.ema_decay) if cfg.ema_decay is not None else None
-    generator = torch.Generator(device="cpu").manual_seed(cfg.train_seed)
+    generator = torch.Generator(device="cpu").manual_seed(cfg.train_seed)  # data order, CFG dropout
+    noise = torch.Generator(device=device).manual_seed(cfg.train_seed + 1)  # diffusion times and noise
     torch.manual_seed(cfg.train_seed)  # dropout draws from the global generator
     schedule = set(checkpoint_schedule(cfg))
     bf16 = resolve_bf16(cfg.bf16, device)
@@ -104,7 +105,10 @@ def iter_training(
             ema.model.load_state_dict(unprefixed("ema.", tensors))
         load_optimizer_tensors(optimizer, unprefixed("optim.", tensors), meta["optimizer"])
         generator.set_state(tensors["rng.data"])
+        noise.set_state(tensors["rng.noise"])
         torch.set_rng_state(tensors["rng.global"])
+        if device.type == "cuda":
+            torch.cuda.set_rng_state(tensors["rng.cuda"], device)
         start = int(meta["step"])
     model.train()
     n = data.images.shape[0]
@@ -116,7 +120,7 @@ def iter_training(
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
         with autocast(bf16, device):
-            loss, metrics = model.loss(images.to(device), prompts.to(device), generator)
+            loss, metrics = model.loss(images.to(device), prompts.to(device), noise)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = (
@@ -139,7 +143,10 @@ def iter_training(
             state = dict(weights)
             state.update(prefixed("optim.", opt_tensors))
             state["rng.data"] = generator.get_state()
+            state["rng.noise"] = noise.get_state()
             state["rng.global"] = torch.get_rng_state()
+            if device.type == "cuda":
+                state["rng.cuda"] = torch.cuda.get_rng_state(device)
             save_training_state(state_path, state, {"step": step, "config_hash": config_hash, "optimizer": opt_meta})
         yield record
 
