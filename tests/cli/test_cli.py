@@ -33,7 +33,7 @@ def test_dry_run_prints_the_resolved_config():
 def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
     result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])
     assert result.exit_code == 0, result.output
-    (run_dir,) = list(tmp_path.iterdir())
+    (run_dir,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
     assert run_dir.name == "0001-micro"
     for name in ["config.yaml", "data.json", "train_log.jsonl", "summary.json", "concept_space.parquet",
                  "learning_times.parquet", "figures/concept_space.png", "figures/accuracy.png", "figures/loss.png",
@@ -58,7 +58,7 @@ def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
 
     second = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--dry-run"])
     assert second.exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["0001-micro"]  # a dry run creates nothing
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["0001-micro"]  # dry run: nothing
 
 
 @pytest.mark.parametrize(

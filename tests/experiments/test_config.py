@@ -88,3 +88,17 @@ def test_class_codes_survive_yaml_number_parsing():
     assert "111" in cfg.data.resolved_train_classes()
     cfg2 = load_config("micro", ["data.held_out_classes=[01]"])
     assert cfg2.data.resolved_train_classes() == ["00", "10", "11"]
+
+
+def test_run_folders_get_unique_numbers_across_names_and_processes(tmp_path):
+    import multiprocessing as mp
+
+    from conceptlab.experiments.runner import new_run_dir
+
+    first = new_run_dir(tmp_path, "alpha")
+    second = new_run_dir(tmp_path, "beta gamma")
+    assert (first.name, second.name) == ("0001-alpha", "0002-beta-gamma")
+    with mp.get_context("spawn").Pool(4) as pool:
+        made = pool.starmap(new_run_dir, [(tmp_path, f"run{i}") for i in range(8)])
+    numbers = [p.name.split("-")[0] for p in made]
+    assert len(set(numbers)) == 8 and min(numbers) == "0003"

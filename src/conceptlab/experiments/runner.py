@@ -66,18 +66,26 @@ class RunFolder:
 
 
 def new_run_dir(runs_dir: Path, name: str) -> Path:
-    """A fresh numbered folder `NNNN-name` under runs_dir (never reuses or deletes one)."""
+    """A fresh numbered folder `NNNN-name` under runs_dir (never reuses or deletes one).
+
+    Numbers are reserved atomically (an exclusive mkdir under `runs_dir/.run-numbers/`), so runs
+    started at the same moment by different processes never share a number.
+    """
     runs_dir = Path(runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    numbers = [int(m.group(1)) for p in runs_dir.iterdir() if (m := _RUN_DIR.match(p.name))]
+    reserved = runs_dir / ".run-numbers"
+    reserved.mkdir(parents=True, exist_ok=True)
+    taken = [int(m.group(1)) for p in runs_dir.iterdir() if (m := _RUN_DIR.match(p.name))]
+    taken += [int(p.name) for p in reserved.iterdir() if p.name.isdigit()]
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "run"
-    for number in range(max(numbers, default=0) + 1, max(numbers, default=0) + 1000):
-        path = runs_dir / f"{number:04d}-{safe}"
+    start = max(taken, default=0) + 1
+    for number in range(start, start + 10000):
         try:
-            path.mkdir()
-            return path
+            (reserved / f"{number:04d}").mkdir()
         except FileExistsError:
             continue
+        path = runs_dir / f"{number:04d}-{safe}"
+        path.mkdir()
+        return path
     raise RuntimeError(f"could not create a run folder under {runs_dir}")
 
 
