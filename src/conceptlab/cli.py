@@ -45,7 +45,7 @@ def run(
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Train and evaluate one run in a new numbered folder under runs/."""
-    from conceptlab.experiments.runner import find_unfinished_run, new_run_dir, run_experiment
+    from conceptlab.experiments.runner import find_unfinished_run, new_run_dir
 
     try:
         cfg = load_config(source, list(overrides or []))

@@ -10,6 +10,7 @@ from conceptlab.train.checkpoints import (
     load_training_state,
     save_checkpoint,
     save_training_state,
+    training_state_step,
 )
 
 
@@ -50,8 +51,9 @@ def test_incomplete_checkpoint_is_not_listed(tmp_path):
 
 def test_training_state_is_one_self_describing_file(tmp_path):
     path = tmp_path / "state.safetensors"
-    assert load_training_state(path) is None
+    assert load_training_state(path) is None and training_state_step(path) == 0
     save_training_state(path, {"rng": torch.arange(5, dtype=torch.uint8)}, {"step": 7, "optimizer": {"x": [1]}})
     tensors, meta = load_training_state(path)
     assert meta == {"step": 7, "optimizer": {"x": [1]}} and tensors["rng"].tolist() == [0, 1, 2, 3, 4]
+    assert training_state_step(path) == 7
     assert [p.name for p in tmp_path.iterdir()] == ["state.safetensors"]  # no temp files left behind

@@ -16,7 +16,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import torch
 from torch import Tensor
 
 from conceptlab.probes.concept_classifier import read_concepts

@@ -40,7 +40,7 @@ from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import load_or_train_probe
 from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_loss, plot_samples
 from conceptlab.store.files import read_json, read_tensors, write_json, write_parquet, write_tensors, write_text
-from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint, load_training_state
+from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint, training_state_step
 from conceptlab.train.precision import autocast, resolve_bf16, resolve_device
 from conceptlab.train.trainer import TrainingData, iter_training, load_weights
 
@@ -127,18 +127,15 @@ def _truncate_log(path: Path, after_step: int) -> None:
 
 def train_stage(cfg: RunConfig, folder: RunFolder, dgp, model, console: Console, progress: bool) -> float:
     """Train (or resume training) and return the seconds spent."""
-    dataset = dgp.training_set()
-    data = TrainingData(dataset.images, dataset.prompts, cfg.data.null_value)
-    done = [s for s, _ in list_checkpoints(folder.checkpoints)]
-    state_step = 0
-    if folder.train_state.is_file():
-        loaded = load_training_state(folder.train_state)
-        state_step = int(loaded[1]["step"]) if loaded else 0
+    state_step = training_state_step(folder.train_state)
     _truncate_log(folder.train_log, state_step)
     if state_step >= cfg.train.steps:
         return 0.0
     if state_step:
-        console.print(f"resuming training from step {state_step} ({len(done)} checkpoints on disk)")
+        done = len(list_checkpoints(folder.checkpoints))
+        console.print(f"resuming training from step {state_step} ({done} checkpoints on disk)")
+    dataset = dgp.training_set()
+    data = TrainingData(dataset.images, dataset.prompts, cfg.data.null_value)
     began = time.perf_counter()
     records = iter_training(
         model,

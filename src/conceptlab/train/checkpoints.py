@@ -108,3 +108,12 @@ def load_training_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, 
         sidecar = json.loads(handle.metadata()["sidecar"])
         tensors = {k: handle.get_tensor(k) for k in handle.keys()}
     return tensors, sidecar
+
+
+def training_state_step(path: Path) -> int:
+    """The step a saved training state has reached (0 if none), read from its metadata without loading tensors."""
+    path = Path(path)
+    if not path.is_file():
+        return 0
+    with safe_open(str(path), framework="pt") as handle:
+        return int(json.loads(handle.metadata()["sidecar"])["step"])
