@@ -107,3 +107,28 @@ def test_bad_input():
         render("bump", lab(1, 1), sigma=(0.0, 1.0))
     with pytest.raises(ValueError, match="unknown split kind"):
         split(lattice(), SplitSpec("ring"))
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: SplitSpec("x_band", low=19, high=13), "low ≤ high"),
+        (lambda: SplitSpec("lesion", width=0.0), "width > 0"),
+        (lambda: SplitSpec("exterior", width=-2.0), "width > 0"),
+        (lambda: SplitSpec("ring"), "unknown split kind"),
+    ],
+)
+def test_impossible_split_specs_fail_at_construction(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_splits_that_leave_no_training_data():
+    with pytest.raises(ValueError, match="no training data"):
+        split(lattice()[:0], SplitSpec())
+    sparse = subsample(lattice(), 0.01, seed=0)  # 10 labels
+    band = SplitSpec("x_band", low=float(sparse[:, 0].min()), high=float(sparse[:, 0].max()))
+    with pytest.raises(ValueError, match="no training data"):
+        split(sparse, band)
+    with pytest.raises(ValueError, match="no training data"):
+        subsample(lattice((16.0, 16.0)), 0.1)  # 4 labels, λ = 0.1 keeps none

@@ -56,3 +56,9 @@ def test_generation_accuracy_counts_and_errors():
             generation_accuracy(pred, true, tol)
     with pytest.raises(ValueError):
         generation_accuracy(pred, torch.zeros(2, 2), 1.0)
+
+
+@pytest.mark.parametrize("tol", [0.0, -0.5, math.nan])
+def test_tolerance_must_be_positive(tol):
+    with pytest.raises(ValueError, match="tolerance must be > 0"):
+        generation_accuracy(torch.zeros(2, 2), torch.zeros(2, 2), tol)

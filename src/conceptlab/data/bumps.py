@@ -129,6 +129,14 @@ class SplitSpec:
     width: float = 8.0
     centre: tuple[float, float] = (16.0, 16.0)
 
+    def __post_init__(self) -> None:
+        if self.kind not in ("none", "x_band", "lesion", "exterior"):
+            raise ValueError(f"unknown split kind {self.kind!r}; expected none, x_band, lesion or exterior")
+        if self.kind == "x_band" and not self.low <= self.high:
+            raise ValueError(f"x_band needs low ≤ high, got low={self.low}, high={self.high}")
+        if self.kind in ("lesion", "exterior") and not self.width > 0:
+            raise ValueError(f"{self.kind} needs width > 0, got {self.width}")
+
 
 def held_out_mask(labels: Tensor, spec: SplitSpec) -> Tensor:
     """Boolean `[M]`: which labels `spec` holds out of training."""
@@ -145,6 +153,8 @@ def held_out_mask(labels: Tensor, spec: SplitSpec) -> Tensor:
 
 def split(labels: Tensor, spec: SplitSpec) -> tuple[Tensor, Tensor]:
     """(train labels, held-out labels); a split that leaves no training data, or holds out nothing it names, raises."""
+    if len(labels) == 0:
+        raise ValueError("no labels to split: no training data")
     mask = held_out_mask(labels, spec)
     if bool(mask.all()):
         raise ValueError(f"split {spec} holds out all {len(labels)} labels: no training data left")

@@ -138,6 +138,16 @@ class ModelConfig(_Strict):
     )
     prompt_shift: float = Field(0.0, description="prompt entries are mapped to (p - prompt_shift) * prompt_scale")
     prompt_scale: float = Field(1.0, gt=0.0)
+    prompt_encoding: Literal["raw", "sinusoidal"] = Field(
+        "raw", description="raw: the (shifted, scaled) prompt; sinusoidal: sin/cos features of each entry"
+    )
+    prompt_frequencies: int = Field(8, ge=1, description="sinusoidal: frequencies per prompt entry")
+    prompt_period: float | None = Field(
+        None, gt=0.0, description="sinusoidal: period of each entry (periodic data, e.g. the canvas width)"
+    )
+    prompt_min_wavelength: float = Field(2.0, gt=0.0, description="sinusoidal, non-periodic: shortest wavelength")
+    prompt_max_wavelength: float = Field(64.0, gt=0.0, description="sinusoidal, non-periodic: longest wavelength")
+    prompt_include_raw: bool = Field(False, description="sinusoidal: also pass the raw entries")
 
     @model_validator(mode="after")
     def _groups_divide(self) -> "ModelConfig":
@@ -152,13 +162,20 @@ class ModelConfig(_Strict):
 class DiffusionConfig(_Strict):
     """The diffusion process (separate from the network) and its sampler."""
 
-    process: Literal["vdm", "cosine"] = Field("vdm", description="vdm: learned linear log-SNR; cosine: fixed")
+    process: Literal["vdm", "cosine", "ddpm"] = Field(
+        "vdm", description="vdm: learned linear log-SNR; cosine: fixed; ddpm: discrete T-step chain"
+    )
     prediction: Literal["eps", "v"] = Field("eps", description="network target (vdm supports eps only)")
     gamma_min: float = Field(-5.0, description="vdm: initial log(σ²/α²) at t=0")
     gamma_max: float = Field(10.0, description="vdm: initial log(σ²/α²) at t=1")
     learn_schedule: bool = Field(True, description="vdm: learn the endpoints of the linear log-SNR")
     logsnr_min: float = Field(-15.0, description="cosine: log-SNR at t=1")
     logsnr_max: float = Field(15.0, description="cosine: log-SNR at t=0")
+    ddpm_steps: int = Field(1000, ge=1, description="ddpm: number of discrete steps T")
+    ddpm_schedule: Literal["linear", "cosine"] = Field("linear", description="ddpm: β schedule")
+    ddpm_beta_start: float = Field(1e-4, gt=0.0, lt=1.0)
+    ddpm_beta_end: float = Field(0.02, gt=0.0, lt=1.0)
+    ddpm_cosine_offset: float = Field(0.008, ge=0.0)
     sample_steps: int = Field(50, ge=1, description="ancestral sampling steps")
     cfg_dropout: float = Field(0.0, ge=0.0, le=1.0, description="probability the whole prompt is nulled in training")
     guidance_scale: float = Field(0.0, ge=0.0, description="classifier-free guidance w: (1+w)·cond − w·uncond")
@@ -167,6 +184,10 @@ class DiffusionConfig(_Strict):
     def _vdm_eps(self) -> "DiffusionConfig":
         if self.process == "vdm" and self.prediction != "eps":
             raise ValueError("process vdm uses eps prediction; use process=cosine for v prediction")
+        if self.process == "ddpm" and self.prediction != "eps":
+            raise ValueError("process ddpm uses eps prediction; use process=cosine for v prediction")
+        if self.process == "ddpm" and self.ddpm_steps % self.sample_steps:
+            raise ValueError(f"ddpm: sample_steps ({self.sample_steps}) must divide ddpm_steps ({self.ddpm_steps})")
         if self.gamma_min >= self.gamma_max:
             raise ValueError(f"gamma_min ({self.gamma_min}) must be below gamma_max ({self.gamma_max})")
         if self.logsnr_min >= self.logsnr_max:
@@ -233,6 +254,63 @@ class EvalConfig(_Strict):
     stay: int = Field(3, ge=1, description="checkpoints the smoothed accuracy must stay above threshold")
     eval_seed: int = Field(0, ge=0)
     probe: ProbeConfig = Field(default_factory=ProbeConfig)
+    interventions: InterventionsConfig | None = Field(
+        None, description="hidden-capability evaluation (None: concept-space evaluation only)"
+    )
+
+
+class OverPromptingConfig(_Strict):
+    """Prompts pushed beyond the target value along concepts, in units of the concept's separation."""
+
+    concepts: list[Concept] = Field(default_factory=lambda: ["color"], min_length=1)
+    scales: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0], min_length=1)
+
+
+class LinearInterventionConfig(_Strict):
+    """Shift every concept embedding by α·Δ(boosted concepts) + β·Δ(suppressed concepts)."""
+
+    boost: list[Concept] = Field(default_factory=lambda: ["color"])
+    suppress: list[Concept] = Field(default_factory=lambda: ["size"])
+    alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 2.0], min_length=1)
+    betas: list[float] = Field(default_factory=lambda: [0.1], min_length=1)
+    sites: list[str] | None = Field(None, description="hook_concept sites to edit (default: all)")
+
+
+class PatchingConfig(_Strict):
+    """Concept embeddings taken from a reference checkpoint of the same run."""
+
+    source: Literal["final"] | int = Field("final", description="'final' or the step of a checkpoint of this run")
+    sites: list[str] | None = Field(None, description="hook_concept sites to patch (default: all)")
+
+
+class GuidanceConfig(_Strict):
+    """Classifier-free guidance scales w (needs diffusion.cfg_dropout > 0)."""
+
+    scales: list[float] = Field(default_factory=lambda: [1.0, 3.0], min_length=1)
+
+
+class InterventionsConfig(_Strict):
+    """Hidden-capability evaluation: interventions on target classes at every (k-th) checkpoint."""
+
+    targets: list[str] | None = Field(None, description="class codes to elicit (default: the held-out classes)")
+    naive: bool = True
+    over_prompting: OverPromptingConfig | None = Field(default_factory=OverPromptingConfig)
+    linear: LinearInterventionConfig | None = Field(default_factory=LinearInterventionConfig)
+    patching: PatchingConfig | None = Field(default_factory=PatchingConfig)
+    cfg: GuidanceConfig | None = None
+    samples: int = Field(32, ge=1, description="images per variant and checkpoint")
+    every: int = Field(1, ge=1, description="evaluate every k-th checkpoint (the last one always)")
+    threshold: float = Field(0.5, gt=0.0, lt=1.0, description="score an intervention must reach to count")
+    stay: int = Field(2, ge=1, description="checkpoints the score must stay above threshold")
+    confidence: bool = Field(True, description="detect emergence on the Wilson lower bound, not the point value")
+    max_batch: int = Field(512, ge=1, description="images per sampling pass")
+    seed: int = Field(1, ge=0)
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _codes_as_strings(cls, v):
+        """YAML reads a code such as 11 as an int; RunConfig pads it to one digit per concept."""
+        return [str(c) if isinstance(c, int) else c for c in v] if isinstance(v, list) else v
 
 
 class RunConfig(_Strict):
@@ -245,6 +323,37 @@ class RunConfig(_Strict):
     diffusion: DiffusionConfig = Field(default_factory=DiffusionConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+
+    @model_validator(mode="after")
+    def _interventions_match_data(self) -> "RunConfig":
+        iv = self.eval.interventions
+        if iv is None:
+            return self
+        concepts = self.data.concepts
+        named = {
+            "over_prompting.concepts": iv.over_prompting.concepts if iv.over_prompting else [],
+            "linear.boost": iv.linear.boost if iv.linear else [],
+            "linear.suppress": iv.linear.suppress if iv.linear else [],
+        }
+        for where, values in named.items():
+            for c in values:
+                if c not in concepts:
+                    raise ValueError(f"eval.interventions.{where} names {c!r}, not one of data.concepts {concepts}")
+        classes = self.data.all_classes()
+        if iv.targets is not None:
+            padded = [c.zfill(len(concepts)) if c.isdigit() else c for c in iv.targets]
+            if padded != iv.targets:
+                iv.targets = padded
+        for code in iv.targets or []:
+            if code not in classes:
+                raise ValueError(f"eval.interventions.targets: {code!r} is not a class code; classes are {classes}")
+        if iv.targets is None and not self.data.resolved_held_out_classes():
+            raise ValueError("eval.interventions has no targets: no class is held out; set eval.interventions.targets")
+        if iv.cfg is not None and self.diffusion.cfg_dropout <= 0:
+            raise ValueError("eval.interventions.cfg needs a model trained with label dropout: diffusion.cfg_dropout > 0")
+        if not (iv.naive or iv.over_prompting or iv.linear or iv.patching or iv.cfg):
+            raise ValueError("eval.interventions enables no intervention")
+        return self
 
     def training_hash(self) -> str:
         """Hash of what determines the trained weights (data, model, diffusion, train)."""

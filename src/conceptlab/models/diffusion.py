@@ -184,4 +184,8 @@ def build_process(cfg: DiffusionConfig) -> DiffusionProcess:
         return VariationalDiffusion(cfg.gamma_min, cfg.gamma_max, cfg.learn_schedule)
     if cfg.process == "cosine":
         return CosineDiffusion(cfg.prediction, cfg.logsnr_min, cfg.logsnr_max)
+    if cfg.process == "ddpm":
+        from conceptlab.models.ddpm import build_ddpm
+
+        return build_ddpm(cfg.ddpm_steps, cfg.ddpm_schedule, cfg.ddpm_beta_start, cfg.ddpm_beta_end, cfg.ddpm_cosine_offset)
     raise ValueError(f"unknown diffusion process {cfg.process!r}")

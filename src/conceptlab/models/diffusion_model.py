@@ -42,5 +42,17 @@ def build_model(
 ) -> DiffusionModel:
     from conceptlab.models.unet import ConceptUNet
 
-    net = ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels)
+    encoder = None
+    if model_cfg.prompt_encoding == "sinusoidal":
+        from conceptlab.models.encodings import SinusoidalEncoding
+
+        encoder = SinusoidalEncoding(
+            prompt_dim,
+            model_cfg.prompt_frequencies,
+            period=model_cfg.prompt_period,
+            min_wavelength=model_cfg.prompt_min_wavelength,
+            max_wavelength=model_cfg.prompt_max_wavelength,
+            include_raw=model_cfg.prompt_include_raw,
+        )
+    net = ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels, prompt_encoder=encoder)
     return DiffusionModel(net, build_process(diffusion_cfg), (channels, image_size, image_size))

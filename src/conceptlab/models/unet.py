@@ -134,6 +134,10 @@ class ConceptUNet(nn.Module):
       shared: one MLP (P → 4w0 → 4w0) whose output is added to the time embedding.
     `concept_embedders()` returns these MLPs by module path; the concept embedding
     a prompt p gets from one of them is `module(normalised_prompt(p))`.
+    An optional `prompt_encoder` (e.g. `models.encodings.SinusoidalEncoding`) is
+    applied after that normalisation, so the embedders read its output; its width
+    is its `out_dim` attribute (or probed on a zero prompt). Without one the
+    network is unchanged.
 
     Levels: encoder level i (width w_i) runs its ResBlocks, keeps the result as
     skip, then downsamples with a 2×2 stride-2 conv (the last level instead
@@ -154,12 +158,18 @@ class ConceptUNet(nn.Module):
     e.g. `down.0.blocks.1.hook_concept`, `mid.blocks.0.hook_out`, `up.2.blocks.0.hook_in`.
     """
 
-    def __init__(self, cfg: ModelConfig, prompt_dim: int, image_channels: int = 3) -> None:
+    def __init__(
+        self, cfg: ModelConfig, prompt_dim: int, image_channels: int = 3, prompt_encoder: nn.Module | None = None
+    ) -> None:
         super().__init__()
         self.cfg = cfg
         widths, groups, r = cfg.widths, cfg.norm_groups, cfg.pixel_unshuffle
         w0, cond_dim = widths[0], 4 * widths[0]
         per_block = cfg.concept_embedder == "per_block"
+        self.prompt_encoder = prompt_encoder
+        if prompt_encoder is not None:
+            out_dim = getattr(prompt_encoder, "out_dim", None)
+            prompt_dim = int(out_dim) if out_dim is not None else prompt_encoder(torch.zeros(1, prompt_dim)).shape[-1]
         block_prompt_dim = prompt_dim if per_block else None
 
         def block(cin: int, cout: int) -> ResBlock:
@@ -202,8 +212,9 @@ class ConceptUNet(nn.Module):
         name_hook_points(self)
 
     def normalised_prompt(self, prompt: torch.Tensor) -> torch.Tensor:
-        """The prompt as the concept embedders see it: (p − prompt_shift)·prompt_scale."""
-        return (prompt - self.cfg.prompt_shift) * self.cfg.prompt_scale
+        """The prompt as the concept embedders see it: (p − prompt_shift)·prompt_scale, then the prompt encoder."""
+        p = (prompt - self.cfg.prompt_shift) * self.cfg.prompt_scale
+        return p if self.prompt_encoder is None else self.prompt_encoder(p)
 
     def time_embedding(self, t: torch.Tensor) -> torch.Tensor:
         """Sinusoidal embedding of 1000·t (log-spaced frequencies 1..1e-4, sin then cos) → MLP."""

@@ -70,7 +70,7 @@ def generation_accuracy(
 
     `period` wraps errors on a periodic canvas (its drawn width).
     """
-    if tolerance <= 0:
+    if not tolerance > 0:  # also refuses NaN
         raise ValueError(f"tolerance must be > 0, got {tolerance}")
     if pred.shape != true.shape or pred.ndim != 2 or pred.shape[1] != 2 or len(pred) == 0:
         raise ValueError(f"pred and true must both be [B>0, 2], got {tuple(pred.shape)} and {tuple(true.shape)}")

@@ -1,0 +1,94 @@
+"""Data efficiency over runs: the dataset size needed to reach a target accuracy, per N and data family, and its scaling.
+
+Input: a table with one row per run, columns `N` (canvas size), `dataset_size`,
+`accuracy` and `family` (e.g. "bumps" for bumps only, "bumps+stripes"); several
+runs at the same (family, N, dataset_size) are averaged first.
+
+`size_to_reach` gives, per (family, N), the smallest dataset size at which the
+mean accuracy reaches `target` (0.6, the paper's choice): the first size whose
+accuracy is ≥ target, interpolated linearly in log size from the point before it
+(`threshold_crossing`). It is NaN when the target is never reached and equals the
+smallest size when that already reaches it (flagged `censored`).
+
+`scaling_fit` fits log size* = log c + b log N per family by least squares
+(censored and NaN points excluded): the paper reports b ≈ 2 for bumps only and
+b ≈ 1 with stripes added.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+REQUIRED = ("family", "N", "dataset_size", "accuracy")
+
+
+def threshold_crossing(sizes: np.ndarray, values: np.ndarray, target: float) -> float:
+    """Smallest size where `values` first reach `target`, linear in log size between the bracketing points.
+
+    `sizes` must be > 0 and increasing; NaN if the target is never reached.
+    """
+    sizes, values = np.asarray(sizes, dtype=float), np.asarray(values, dtype=float)
+    if sizes.shape != values.shape or sizes.ndim != 1:
+        raise ValueError(f"sizes and values must be 1D of equal length, got {sizes.shape} and {values.shape}")
+    if len(sizes) and (sizes[0] <= 0 or np.any(np.diff(sizes) <= 0)):
+        raise ValueError("sizes must be positive and strictly increasing")
+    hit = np.flatnonzero(values >= target)
+    if len(hit) == 0:
+        return float("nan")
+    i = int(hit[0])
+    if i == 0:
+        return float(sizes[0])
+    x0, x1 = math.log(sizes[i - 1]), math.log(sizes[i])
+    y0, y1 = values[i - 1], values[i]
+    return float(math.exp(x0 + (target - y0) / (y1 - y0) * (x1 - x0)))
+
+
+def _check_table(runs: pd.DataFrame) -> None:
+    missing = [c for c in REQUIRED if c not in runs.columns]
+    if missing:
+        raise ValueError(f"runs table lacks columns {missing}; needs {list(REQUIRED)}")
+    if len(runs) == 0:
+        raise ValueError("runs table is empty")
+    if (runs["dataset_size"] <= 0).any():
+        raise ValueError("dataset_size must be > 0 in every run")
+
+
+def size_to_reach(runs: pd.DataFrame, target: float = 0.6) -> pd.DataFrame:
+    """Per (family, N): columns family, N, size_to_reach, censored (reached already at the smallest size)."""
+    if not 0.0 < target <= 1.0:
+        raise ValueError(f"target accuracy must be in (0, 1], got {target}")
+    _check_table(runs)
+    mean = runs.groupby(["family", "N", "dataset_size"], as_index=False)["accuracy"].mean()
+    rows = []
+    for (family, n), g in mean.groupby(["family", "N"], sort=True):
+        g = g.sort_values("dataset_size")
+        sizes, acc = g["dataset_size"].to_numpy(float), g["accuracy"].to_numpy(float)
+        size = threshold_crossing(sizes, acc, target)
+        rows.append({"family": family, "N": n, "size_to_reach": size,
+                     "censored": bool(acc[0] >= target)})
+    return pd.DataFrame(rows)
+
+
+def scaling_fit(sizes: pd.DataFrame) -> pd.DataFrame:
+    """Per family, fit size_to_reach = c·N^b in log-log: columns family, exponent (b), prefactor (c), r2, points."""
+    needed = ("family", "N", "size_to_reach", "censored")
+    if any(c not in sizes.columns for c in needed):
+        raise ValueError(f"expected the output of size_to_reach with columns {list(needed)}")
+    rows = []
+    for family, g in sizes.groupby("family", sort=True):
+        g = g[~g["censored"] & g["size_to_reach"].notna()]
+        if g["N"].nunique() < 2:
+            rows.append({"family": family, "exponent": float("nan"), "prefactor": float("nan"),
+                         "r2": float("nan"), "points": len(g)})
+            continue
+        x, y = np.log(g["N"].to_numpy(float)), np.log(g["size_to_reach"].to_numpy(float))
+        b, a = np.polyfit(x, y, 1)
+        resid = y - (a + b * x)
+        ss = float(((y - y.mean()) ** 2).sum())
+        r2 = 1.0 - float((resid**2).sum()) / ss if ss > 0 else 1.0
+        rows.append({"family": family, "exponent": float(b), "prefactor": float(math.exp(a)), "r2": r2,
+                     "points": len(g)})
+    return pd.DataFrame(rows)
