@@ -30,12 +30,19 @@ import numpy as np
 import pandas as pd
 import torch
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
 from conceptlab.data import build_dgp
 from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.emergence_stage import (
+    check_sites,
+    collect_interventions,
+    intervention_stage,
+    save_emergence_figures,
+    summarize_emergence,
+)
 from conceptlab.experiments.loading import config_to_yaml, load_config
+from conceptlab.experiments.progress import progress_bar
 from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import load_or_train_probe
 from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_loss, plot_samples
@@ -102,21 +109,6 @@ def find_unfinished_run(runs_dir: Path, cfg: RunConfig) -> Path | None:
     return None
 
 
-def _progress(console: Console, enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-        disable=not enabled,
-    )
-
-
 def _truncate_log(path: Path, after_step: int) -> None:
     """Drop log lines past the resumed step, so a resumed run's log has no duplicates."""
     if not path.is_file():
@@ -146,7 +138,7 @@ def train_stage(cfg: RunConfig, folder: RunFolder, dgp, model, console: Console,
         cfg_dropout=cfg.diffusion.cfg_dropout,
         config_hash=cfg.training_hash(),
     )
-    with _progress(console, progress) as bar, folder.train_log.open("a") as log:
+    with progress_bar(console, progress) as bar, folder.train_log.open("a") as log:
         task = bar.add_task("train", total=cfg.train.steps, completed=state_step, info="")
         for rec in records:
             if rec.step % cfg.train.log_every == 0 or rec.checkpoint is not None or rec.step == cfg.train.steps:
@@ -172,7 +164,7 @@ def evaluate_stage(cfg: RunConfig, folder: RunFolder, dgp, model, probe, console
     began = time.perf_counter()
     model.eval()
     samples: dict[str, torch.Tensor] = {}
-    with _progress(console, progress) as bar:
+    with progress_bar(console, progress) as bar:
         task = bar.add_task("evaluate", total=len(checkpoints), completed=len(checkpoints) - len(todo), info="")
         for step, path in todo:
             tensors, _ = load_checkpoint(path)
@@ -215,11 +207,13 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
         f"[bold]{cfg.name}[/] → {folder.root}  ({n_params / 1e6:.2f} M parameters, "
         f"{len(dgp.train_classes)} training classes, held out {dgp.held_out_classes})"
     )
+    check_sites(cfg, model)
     train_seconds = train_stage(cfg, folder, dgp, model, console, progress)
     probe_began = time.perf_counter()
     probe, probe_report = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size, progress=progress)
     probe_seconds = time.perf_counter() - probe_began
     eval_seconds = evaluate_stage(cfg, folder, dgp, model, probe, console, progress)
+    intervention_seconds = intervention_stage(cfg, folder.root, dgp, model, probe, console, progress)
     summary = finalize(cfg, folder, data_summary, probe_report)
     summary["parameters"] = n_params
     summary["device"] = str(device)
@@ -229,6 +223,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
         "train": round(train_seconds, 2),
         "probe": round(probe_seconds, 2),
         "evaluate": round(eval_seconds, 2),
+        "interventions": round(intervention_seconds, 2),
         "total": round(time.perf_counter() - began, 2),
     }
     write_json(folder.summary, summary)
@@ -248,7 +243,13 @@ def finalize(cfg: RunConfig, folder: RunFolder, data_summary: dict, probe_report
     final_step = table["step"].max()
     final = table[table["step"] == final_step]
     figures = save_run_figures(folder, table, cfg)
-    return {
+    emergence = None
+    if cfg.eval.interventions is not None:
+        best = collect_interventions(cfg, folder.root)
+        if best is not None:
+            emergence = summarize_emergence(cfg, best, table)
+            figures += save_emergence_figures(cfg, folder.root, best, table, emergence)
+    summary = {
         "run": folder.root.name,
         "name": cfg.name,
         "config_hash": cfg.training_hash(),
@@ -272,6 +273,9 @@ def finalize(cfg: RunConfig, folder: RunFolder, data_summary: dict, probe_report
         "probe": probe_report,
         "figures": [str(p.relative_to(folder.root)) for p in figures],
     }
+    if emergence is not None:
+        summary["emergence"] = emergence
+    return summary
 
 
 def save_run_figures(folder: RunFolder, table: pd.DataFrame, cfg: RunConfig) -> list[Path]:

@@ -1,0 +1,86 @@
+"""Benchmark: evaluating every intervention of a checkpoint in batched passes vs one prompt at a time.
+
+Builds the model of a preset (default hidden-emergence-tiny; weights from a run
+folder's last checkpoint if given, else freshly initialised — throughput does
+not depend on the weights), asks its `eval.interventions` for all variants of
+the held-out targets, and generates + scores them with the concept probe:
+
+- batched: all variants in passes of up to `max_batch` images (what runs do);
+- one prompt at a time: each variant's n images in its own sampling pass.
+
+Prints images generated and scored per second, seconds per checkpoint, and
+the ratio, measured in one process, one after the other, on the same threads.
+
+    .venv/bin/python bench/eval_interventions.py [--preset hidden-emergence-tiny] [--run RUN_DIR] [--n 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import torch
+
+from conceptlab.data import build_dgp
+from conceptlab.experiments.loading import load_config
+from conceptlab.interventions import InterventionContext, build_interventions, concept_embeddings, evaluate_interventions
+from conceptlab.models.diffusion_model import build_model
+from conceptlab.probes.concept_classifier import load_or_train_probe
+from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint
+from conceptlab.train.trainer import load_weights
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="hidden-emergence-tiny")
+    parser.add_argument("--run", type=Path, default=None, help="run folder whose last checkpoint to load")
+    parser.add_argument("--n", type=int, default=None, help="images per variant (default: the preset's)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    cfg = load_config(str(args.run / "config.yaml") if args.run else args.preset)
+    iv = cfg.eval.interventions
+    if iv is None:
+        raise SystemExit(f"{args.preset} has no eval.interventions")
+    n = args.n or iv.samples
+    dgp = build_dgp(cfg.data)
+    model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, cfg.data.image_size).eval()
+    if args.run:
+        load_weights(model, load_checkpoint(list_checkpoints(args.run / "checkpoints")[-1][1])[0])
+    probe, _ = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size, progress=False)
+    context = InterventionContext(
+        concepts=list(dgp.concepts),
+        classes=list(dgp.classes),
+        train_classes=list(dgp.train_classes),
+        class_prompt=dgp.class_prompt,
+        null_prompt=torch.full((dgp.prompt_dim,), cfg.data.null_value),
+        embed=lambda p: concept_embeddings(model, p),
+        embed_reference=lambda p: concept_embeddings(model, p),
+        trained_with_null_prompt=True,
+    )
+    interventions = build_interventions(iv)
+    targets = list(iv.targets or dgp.held_out_classes)
+    steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
+
+    def timed(max_batch: int) -> tuple[float, int]:
+        began = time.perf_counter()
+        table, _ = evaluate_interventions(
+            model, interventions, targets, context, probe, n, steps, torch.Generator().manual_seed(0), max_batch
+        )
+        return time.perf_counter() - began, len(table) * n
+
+    timed(iv.max_batch)  # warm-up (allocator, oneDNN kernels)
+    batched, images = timed(iv.max_batch)
+    single, _ = timed(n)
+    variants = images // n
+    print(f"preset {cfg.name}: {variants} variants × {n} images, {steps} sampler steps, {args.threads} threads")
+    print(f"  batched (≤{iv.max_batch} images/pass): {batched:7.2f} s/checkpoint  {images / batched:7.1f} images/s")
+    print(f"  one prompt at a time ({n}/pass):     {single:7.2f} s/checkpoint  {images / single:7.1f} images/s")
+    print(f"  speed-up batched / one at a time: {single / batched:.2f}×")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,319 @@
+"""The hidden-emergence stage of a run: interventions at every checkpoint, then emergence, turn and memorization.
+
+Run by `experiments.runner` after the concept-space evaluation when the config
+has `eval.interventions`. Files it owns in the run folder:
+
+    interventions/step_*.parquet     per checkpoint: target × intervention × variant scores
+    interventions.parquet            all of them, with the run id
+    emergence.parquet                per target × intervention × checkpoint: the best variant's score
+    intervention_samples.safetensors a few uint8 generations per variant and checkpoint
+
+`summarize_emergence` turns those and the concept-space table into the
+summary's "emergence" block: emergence step per intervention (Wilson lower
+bound over `samples` images crossing `threshold` and staying `stay`
+checkpoints), capability gap, the held-out trajectory's sudden turn, the
+memorization phase, and the gated-flow fit of finding 6.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from rich.console import Console
+
+from conceptlab.analysis.emergence import capability_gap, emergence_step, memorization_phase, sudden_turn
+from conceptlab.analysis.phenomenology import fit_gated_flow
+from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.progress import progress_bar
+from conceptlab.interventions import InterventionContext, build_interventions, concept_embeddings, evaluate_interventions
+from conceptlab.store.files import read_tensors, write_parquet, write_tensors
+from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint
+from conceptlab.train.precision import autocast, resolve_bf16
+from conceptlab.train.trainer import load_weights
+
+SAMPLES_KEPT = 2  # generations kept per variant and checkpoint for the figures
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint that was not trained with this run's config."""
+
+
+class EmergenceFolder:
+    """Paths of the hidden-emergence files inside a run folder."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.per_step = self.root / "interventions"
+        self.table = self.root / "interventions.parquet"
+        self.emergence = self.root / "emergence.parquet"
+        self.samples = self.root / "intervention_samples.safetensors"
+
+
+def chosen_checkpoints(checkpoints: list[tuple[int, Path]], every: int) -> list[tuple[int, Path]]:
+    """Every `every`-th checkpoint, always including the last."""
+    chosen = checkpoints[::every]
+    if checkpoints and chosen[-1] != checkpoints[-1]:
+        chosen.append(checkpoints[-1])
+    return chosen
+
+
+def load_checked(path: Path, cfg: RunConfig) -> dict[str, torch.Tensor]:
+    """Checkpoint tensors, after checking the sidecar's config hash is this run's training hash."""
+    tensors, meta = load_checkpoint(path)
+    saved = meta.get("config_hash")
+    if saved is not None and saved != cfg.training_hash():
+        raise CheckpointMismatchError(
+            f"checkpoint {path} was trained with a different config (hash {saved}, this run {cfg.training_hash()})"
+        )
+    return tensors
+
+
+def check_sites(cfg: RunConfig, model) -> None:
+    """Fail before training when an intervention names a concept embedding site the network does not have."""
+    iv = cfg.eval.interventions
+    if iv is None:
+        return
+    from conceptlab.hooks import hook_points
+    from conceptlab.interventions import InterventionError
+
+    sites = sorted(name for name in hook_points(model.net) if name.endswith("hook_concept"))
+    for where, named in (("linear", iv.linear), ("patching", iv.patching)):
+        for site in (named.sites or []) if named is not None else []:
+            if site not in sites:
+                raise InterventionError(
+                    f"eval.interventions.{where}.sites: no concept embedding site {site!r}; sites are {sites}"
+                )
+
+
+def _reference_model(cfg: RunConfig, model, checkpoints: list[tuple[int, Path]]):
+    iv = cfg.eval.interventions
+    if iv is None or iv.patching is None:
+        return None
+    source = iv.patching.source
+    by_step = dict(checkpoints)
+    if source == "final":
+        path = checkpoints[-1][1]
+    elif source in by_step:
+        path = by_step[source]
+    else:
+        raise ValueError(f"eval.interventions.patching.source: no checkpoint at step {source}; have {sorted(by_step)}")
+    reference = copy.deepcopy(model)
+    load_weights(reference, load_checked(path, cfg), use_ema=cfg.eval.use_ema)
+    return reference.eval()
+
+
+def intervention_stage(
+    cfg: RunConfig, root: Path, dgp, model, probe, console: Console, progress: bool = True
+) -> float:
+    """Evaluate the configured interventions at every chosen checkpoint not yet done; returns seconds spent."""
+    iv = cfg.eval.interventions
+    if iv is None:
+        return 0.0
+    files = EmergenceFolder(root)
+    checkpoints = list_checkpoints(root / "checkpoints")
+    chosen = chosen_checkpoints(checkpoints, iv.every)
+    todo = [(s, p) for s, p in chosen if not (files.per_step / f"step_{s:07d}.parquet").is_file()]
+    if not todo:
+        return 0.0
+    files.per_step.mkdir(parents=True, exist_ok=True)
+    interventions = build_interventions(iv)
+    targets = list(iv.targets or dgp.held_out_classes)
+    device = next(model.parameters()).device
+    reference = _reference_model(cfg, model, checkpoints)
+    context = InterventionContext(
+        concepts=list(dgp.concepts),
+        classes=list(dgp.classes),
+        train_classes=list(dgp.train_classes),
+        class_prompt=dgp.class_prompt,
+        null_prompt=torch.full((dgp.prompt_dim,), cfg.data.null_value),
+        embed=lambda prompts: concept_embeddings(model, prompts),
+        embed_reference=(lambda prompts: concept_embeddings(reference, prompts)) if reference is not None else None,
+        trained_with_null_prompt=cfg.diffusion.cfg_dropout > 0,
+    )
+    steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
+    bf16 = resolve_bf16(cfg.train.bf16, device)
+    began = time.perf_counter()
+    model.eval()
+    kept: dict[str, torch.Tensor] = {}
+    with progress_bar(console, progress) as bar:
+        task = bar.add_task("interventions", total=len(chosen), completed=len(chosen) - len(todo), info="")
+        for step, path in todo:
+            load_weights(model, load_checked(path, cfg), use_ema=cfg.eval.use_ema)
+            generator = torch.Generator(device=device).manual_seed(iv.seed)
+            with autocast(bf16, device):
+                table, images = evaluate_interventions(
+                    model, interventions, targets, context, probe, iv.samples, steps, generator, iv.max_batch
+                )
+            table.insert(0, "step", step)
+            write_parquet(files.per_step / f"step_{step:07d}.parquet", table)
+            n = iv.samples
+            keep = torch.cat([images[k * n : k * n + min(SAMPLES_KEPT, n)] for k in range(len(table))])
+            kept[f"step_{step:07d}"] = (keep * 255).round().to(torch.uint8)
+            best = table.groupby("intervention", sort=False)["score"].max()
+            bar.update(task, advance=1, info=" ".join(f"{k} {v:.2f}" for k, v in best.items()))
+    old = read_tensors(files.samples) if files.samples.is_file() else {}
+    write_tensors(files.samples, {**old, **kept})
+    return time.perf_counter() - began
+
+
+def best_over_variants(table: pd.DataFrame) -> pd.DataFrame:
+    """Per target × intervention × step: the best variant's score (an intervention's score is its best variant)."""
+    idx = table.groupby(["target", "intervention", "step"], sort=True)["score"].idxmax()
+    best = table.loc[idx, ["target", "intervention", "step", "variant", "score", "hit_rate", "valid_fraction", "n"]]
+    return best.reset_index(drop=True)
+
+
+def collect_interventions(cfg: RunConfig, root: Path) -> pd.DataFrame | None:
+    """Concatenate the per-checkpoint tables, write interventions.parquet and emergence.parquet."""
+    files = EmergenceFolder(root)
+    parts = sorted(files.per_step.glob("step_*.parquet"))
+    if not parts:
+        return None
+    table = pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+    table.insert(0, "run", root.name)
+    write_parquet(files.table, table)
+    best = best_over_variants(table)
+    best.insert(0, "run", root.name)
+    write_parquet(files.emergence, best)
+    return best
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def summarize_emergence(cfg: RunConfig, best: pd.DataFrame, concept_table: pd.DataFrame) -> dict[str, Any]:
+    """Emergence step per intervention, capability gap, sudden turn, memorization phase and ODE fit per target."""
+    iv = cfg.eval.interventions
+    assert iv is not None
+    out: dict[str, Any] = {"threshold": iv.threshold, "stay": iv.stay, "confidence": iv.confidence, "targets": {}}
+    concepts = list(cfg.data.concepts)
+    for target, group in best.groupby("target"):
+        steps_by = {}
+        for name, curve in group.groupby("intervention", sort=False):
+            curve = curve.sort_values("step")
+            n = curve["n"].to_numpy() if iv.confidence else None
+            steps_by[name] = emergence_step(curve["step"], curve["score"], iv.threshold, iv.stay, n)
+        entry: dict[str, Any] = {
+            "emergence_step": {k: _nan_to_none(v) for k, v in steps_by.items()},
+            "final_score": {
+                k: round(float(g.sort_values("step")["score"].iloc[-1]), 4) for k, g in group.groupby("intervention")
+            },
+        }
+        if "naive" in steps_by and len(steps_by) > 1:
+            entry["capability_gap"] = _nan_to_none(capability_gap(steps_by))
+            others = [v for k, v in steps_by.items() if k != "naive" and not math.isnan(v)]
+            entry["capability_first"] = bool(others) and (math.isnan(steps_by["naive"]) or min(others) < steps_by["naive"])
+        entry.update(_trajectory_block(concept_table, str(target), concepts))
+        out["targets"][str(target)] = entry
+    return out
+
+
+def oriented_trajectory(table: pd.DataFrame, target: str, concepts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, points [steps, concepts]) of the target's naive generations, each axis oriented so 1 = target value.
+
+    A checkpoint with no valid image has no reading; it sits at the neutral 0.5.
+    """
+    rows = table[table["class"] == target]
+    traj = rows.pivot_table(index="step", columns="concept", values="p_one", dropna=False).reindex(columns=concepts)
+    traj = traj.fillna(0.5)
+    points = np.stack(
+        [traj[c].to_numpy() if target[k] == "1" else 1 - traj[c].to_numpy() for k, c in enumerate(concepts)], 1
+    )
+    return traj.index.to_numpy().astype(float), points
+
+
+def _trajectory_block(table: pd.DataFrame, target: str, concepts: list[str]) -> dict[str, Any]:
+    """Turn, memorization phase and gated-flow fit of the target's naive trajectory in the concept-space table."""
+    if table[table["class"] == target].empty:
+        return {}
+    steps, points = oriented_trajectory(table, target, concepts)
+    block: dict[str, Any] = {}
+    if len(steps) >= 3:
+        turn = sudden_turn(steps, points)
+        block["turn"] = {"step": _nan_to_none(turn.step), "angle": _nan_to_none(round(turn.angle, 1))}
+    if "train" in set(table["split"]):
+        phase = memorization_phase(table, target)
+        block["memorization"] = (
+            None if phase is None else {"start": phase.start, "end": phase.end, "read_as": phase.read_class}
+        )
+        turn_step = block.get("turn", {}).get("step")
+        if phase is not None and turn_step is not None:
+            block["memorization_precedes_turn"] = bool(phase.start < turn_step)
+    if len(concepts) == 2 and len(steps) >= 5:
+        try:
+            fit = fit_gated_flow(steps, points)
+            block["gated_flow_fit"] = {
+                "a": round(fit.params.a, 4),
+                "k": fit.params.k,
+                "t0": round(fit.params.t0, 1),
+                "eta": fit.params.eta,
+                "rmse": round(fit.rmse, 4),
+                "r2": round(fit.r2, 4),
+            }
+        except (ValueError, RuntimeError) as err:  # a degenerate trajectory: report why instead of failing the run
+            block["gated_flow_fit"] = {"error": str(err)}
+    return block
+
+
+def save_emergence_figures(
+    cfg: RunConfig, root: Path, best: pd.DataFrame, concept_table: pd.DataFrame, emergence: dict[str, Any]
+) -> list[Path]:
+    """Scores vs step, trajectory with turn (+ ODE fit) per target, and samples per variant; PNGs under figures/."""
+    import matplotlib.pyplot as plt
+
+    from conceptlab.analysis.phenomenology import GatedFlowParams, simulate
+    from conceptlab.report.emergence_figures import (
+        plot_intervention_samples,
+        plot_intervention_scores,
+        plot_trajectory_turn,
+    )
+
+    files = EmergenceFolder(root)
+    figures_dir = root / "figures"
+    figures_dir.mkdir(exist_ok=True)
+    targets = emergence["targets"]
+    steps_by = {t: e["emergence_step"] for t, e in targets.items()}
+    figures = {"intervention_scores.png": plot_intervention_scores(best, emergence["threshold"], steps_by)}
+    concepts = list(cfg.data.concepts)
+    if len(concepts) == 2:
+        for target, entry in targets.items():
+            if concept_table[concept_table["class"] == target].empty:
+                continue
+            steps, points = oriented_trajectory(concept_table, target, concepts)
+            fit = entry.get("gated_flow_fit") or {}
+            fitted = None
+            if "a" in fit:
+                params = GatedFlowParams(fit["a"], fit["k"], fit["t0"], fit["eta"])
+                fitted = simulate(params, np.linspace(steps[0], steps[-1], 200))
+            phase = entry.get("memorization")
+            figures[f"trajectory_{target}.png"] = plot_trajectory_turn(
+                steps, points, concepts, target, (entry.get("turn") or {}).get("step"),
+                (phase["start"], phase["end"]) if phase else None, fitted,
+            )
+    if files.samples.is_file():
+        table = pd.read_parquet(files.table)
+        samples = read_tensors(files.samples)
+        by_step = {int(k.split("_")[1]): v for k, v in samples.items()}
+        keep = sorted(by_step)
+        keep = list(dict.fromkeys(keep[round(i)] for i in np.linspace(0, len(keep) - 1, min(6, len(keep)))))
+        first = table[table["step"] == keep[0]]
+        labels = [f"{r.target} {r.intervention} {r.variant}" for r in first.itertuples()]
+        n_kept = min(SAMPLES_KEPT, cfg.eval.interventions.samples)
+        grids = {s: by_step[s][::n_kept].permute(0, 2, 3, 1).float().numpy() / 255.0 for s in keep}
+        if all(len(g) == len(labels) for g in grids.values()):
+            figures["intervention_samples.png"] = plot_intervention_samples(grids, labels)
+    paths = []
+    for name, fig in figures.items():
+        path = figures_dir / name
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths

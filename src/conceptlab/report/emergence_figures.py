@@ -1,0 +1,124 @@
+"""Figures of hidden emergence: intervention scores vs step, the held-out trajectory with its turn, samples per variant.
+
+All functions take tidy tables (as written by `experiments.emergence_stage`)
+and return matplotlib Figures; nothing here reads or writes files.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from conceptlab.analysis.emergence import wilson_interval  # noqa: E402
+from conceptlab.report.figures import image_grid  # noqa: E402
+
+INTERVENTION_COLORS = {
+    "naive": "#444444",
+    "over_prompting": "#1f77b4",
+    "linear": "#d62728",
+    "patching": "#2ca02c",
+    "cfg": "#9467bd",
+}
+
+
+def _color(name: str, k: int):
+    return INTERVENTION_COLORS.get(name, plt.get_cmap("tab10")(k % 10))
+
+
+def plot_intervention_scores(
+    best: pd.DataFrame, threshold: float = 0.5, emergence: dict[str, dict[str, float | None]] | None = None
+) -> Figure:
+    """Held-out score (best variant) vs step, one panel per target, one colour per intervention, one line per seed.
+
+    `best` has columns target, intervention, step, score, n (and optionally seed);
+    `emergence` maps target → intervention → emergence step (drawn as a dotted line).
+    """
+    targets = sorted(best["target"].unique())
+    fig, axes = plt.subplots(1, len(targets), figsize=(5.2 * len(targets), 3.6), squeeze=False, sharey=True)
+    names = list(dict.fromkeys(best["intervention"]))
+    seeds = sorted(best["seed"].unique()) if "seed" in best.columns else [None]
+    for ax, target in zip(axes[0], targets):
+        for k, name in enumerate(names):
+            for j, seed in enumerate(seeds):
+                rows = best[(best["target"] == target) & (best["intervention"] == name)]
+                if seed is not None:
+                    rows = rows[rows["seed"] == seed]
+                rows = rows.sort_values("step")
+                if rows.empty:
+                    continue
+                label = name if j == 0 else None
+                ax.plot(rows["step"], rows["score"], "-o", ms=2.5, lw=1.6, color=_color(name, k), label=label,
+                        alpha=1.0 if len(seeds) == 1 else 0.75)
+                if len(seeds) == 1:
+                    lo, hi = wilson_interval(rows["score"].to_numpy(), rows["n"].to_numpy())
+                    ax.fill_between(rows["step"], lo, hi, color=_color(name, k), alpha=0.12, lw=0)
+            step = (emergence or {}).get(target, {}).get(name)
+            if step is not None and len(seeds) == 1:
+                ax.axvline(step, color=_color(name, k), ls=":", lw=1.2)
+        ax.axhline(threshold, color="grey", lw=0.8, ls="--")
+        ax.set_title(f"target {target}" + (f" ({len(seeds)} seeds)" if len(seeds) > 1 else ""))
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.03, 1.03)
+    axes[0][0].set_ylabel("joint score (best variant)")
+    axes[0][-1].legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_trajectory_turn(
+    steps: np.ndarray,
+    points: np.ndarray,
+    concepts: list[str],
+    target: str,
+    turn_step: float | None = None,
+    memorization: tuple[float, float] | None = None,
+    fitted: np.ndarray | None = None,
+) -> Figure:
+    """The target's naive trajectory in concept space (axes oriented so 1 = target value), turn and fit marked."""
+    fig, ax = plt.subplots(figsize=(4.4, 4.2))
+    sc = ax.scatter(points[:, 0], points[:, 1], c=steps, cmap="viridis", s=22, zorder=3)
+    ax.plot(points[:, 0], points[:, 1], "-", color="grey", lw=0.8, zorder=2)
+    if memorization is not None:
+        inside = (steps >= memorization[0]) & (steps <= memorization[1])
+        ax.scatter(points[inside, 0], points[inside, 1], s=80, facecolors="none", edgecolors="orange", lw=1.5,
+                   label="memorization phase", zorder=4)
+    if turn_step is not None and turn_step in set(steps.tolist()):
+        i = int(np.flatnonzero(steps == turn_step)[0])
+        ax.scatter([points[i, 0]], [points[i, 1]], marker="*", s=220, color="red", label=f"turn (step {turn_step:g})",
+                   zorder=5)
+    if fitted is not None:
+        ax.plot(fitted[:, 0], fitted[:, 1], "--", color="black", lw=1.2, label="gated-flow fit")
+    ax.plot([1], [1], "s", color="black", ms=6)
+    ax.annotate(f"target {target}", (1, 1), textcoords="offset points", xytext=(-60, -14), fontsize=8)
+    ax.set_xlim(-0.03, 1.05)
+    ax.set_ylim(-0.03, 1.05)
+    ax.set_xlabel(f"P({concepts[0]} = target)")
+    ax.set_ylabel(f"P({concepts[1]} = target)")
+    fig.colorbar(sc, ax=ax, label="training step", fraction=0.046)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_intervention_samples(samples: dict[int, np.ndarray], labels: list[str]) -> Figure:
+    """One generation per variant (columns) at each checkpoint (rows); samples: step → [variants, H, W, 3] in [0,1]."""
+    steps = sorted(samples)
+    fig, axes = plt.subplots(len(steps), 1, figsize=(1.2 + 0.62 * len(labels), 0.7 * len(steps) + 1.2), squeeze=False)
+    width = samples[steps[0]].shape[2]
+    centres = [1 + k * (width + 1) + width / 2 for k in range(len(labels))]
+    for ax, step in zip(axes[:, 0], steps):
+        ax.imshow(image_grid(samples[step], len(labels)))
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_ylabel(f"step {step}", rotation=0, ha="right", va="center", fontsize=7)
+    axes[0, 0].set_xticks(centres, labels, fontsize=6, rotation=60, ha="left")
+    axes[0, 0].xaxis.tick_top()
+    fig.tight_layout()
+    return fig
