@@ -107,3 +107,22 @@ def test_memorization_phase_reads_held_out_as_nearest_training_class():
     phase = memorization_phase(table, "11")
     assert (phase.start, phase.end, phase.read_class) == (50, 100, "01")
     assert memorization_phase(tidy({0: {"11": (0.9, 0.9), "01": (0.0, 1.0)}}), "11") is None
+
+
+def test_capability_before_behavior_per_seed():
+    from conceptlab.analysis.emergence import capability_before_behavior
+
+    table = pd.DataFrame(
+        {
+            "seed": [0, 0, 0, 1, 1, 1, 2, 2, 2],
+            "intervention": ["naive", "over_prompting", "linear"] * 3,
+            "emergence_step": [250, 200, 225, 300, 300, float("nan"), float("nan"), 150, 175],
+        }
+    )
+    out = capability_before_behavior(table).set_index("seed")
+    assert out.loc[0, "capability_first"] == 1.0 and out.loc[0, "earliest_other"] == "over_prompting"
+    assert out.loc[0, "earliest_other_step"] == 200
+    assert out.loc[1, "capability_first"] == 0.0  # a tie is not "before"
+    assert math.isnan(out.loc[2, "capability_first"]) and out.loc[2, "earliest_other_step"] == 150
+    with pytest.raises(ValueError, match="needs columns"):
+        capability_before_behavior(table.drop(columns="seed"))

@@ -214,3 +214,31 @@ def across_seeds(values: pd.DataFrame, value: str, by: Sequence[str] = ()) -> pd
     groups = values.groupby(list(by), sort=True)[value] if by else values.assign(_all=0).groupby("_all")[value]
     out = groups.agg(mean="mean", std="std", occurred="count", seeds="size").reset_index()
     return out.drop(columns="_all", errors="ignore")
+
+
+def capability_before_behavior(emergence: pd.DataFrame, naive: str = "naive") -> pd.DataFrame:
+    """Per target (and seed): does some intervention emerge strictly before naive prompting?
+
+    `emergence` has columns seed, target (optional), intervention, emergence_step (NaN: never).
+    Returns one row per seed × target with naive's step, the earliest other step and which
+    intervention, and `capability_first`: True / False where naive emerged, NaN where it never
+    did (the claim "capability precedes behavior in every seed where behavior appears" is then
+    `capability_first.dropna().all()`).
+    """
+    need = {"seed", "intervention", "emergence_step"}
+    if not need <= set(emergence.columns):
+        raise ValueError(f"emergence needs columns {sorted(need)}, got {list(emergence.columns)}")
+    by = [c for c in ("target", "seed") if c in emergence.columns]
+    rows = []
+    for key, group in emergence.groupby(by, sort=True):
+        steps = dict(zip(group["intervention"], group["emergence_step"].astype(float)))
+        if naive not in steps:
+            raise ValueError(f"no {naive!r} intervention for {dict(zip(by, key))}")
+        others = {k: v for k, v in steps.items() if k != naive and not math.isnan(v)}
+        first = min(others, key=others.get) if others else None
+        naive_step = steps[naive]
+        verdict = math.nan if math.isnan(naive_step) else float(bool(others) and others[first] < naive_step)
+        rows.append({**dict(zip(by, key)), "naive_step": naive_step,
+                     "earliest_other_step": others[first] if first else math.nan,
+                     "earliest_other": first, "capability_first": verdict})
+    return pd.DataFrame(rows)

@@ -219,11 +219,11 @@ def summarize_emergence(cfg: RunConfig, best: pd.DataFrame, concept_table: pd.Da
 def oriented_trajectory(table: pd.DataFrame, target: str, concepts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(steps, points [steps, concepts]) of the target's naive generations, each axis oriented so 1 = target value.
 
-    A checkpoint with no valid image has no reading; it sits at the neutral 0.5.
+    Checkpoints where no generation was a valid image have no reading and are left out.
     """
     rows = table[table["class"] == target]
     traj = rows.pivot_table(index="step", columns="concept", values="p_one", dropna=False).reindex(columns=concepts)
-    traj = traj.fillna(0.5)
+    traj = traj.dropna()
     points = np.stack(
         [traj[c].to_numpy() if target[k] == "1" else 1 - traj[c].to_numpy() for k, c in enumerate(concepts)], 1
     )
@@ -232,9 +232,9 @@ def oriented_trajectory(table: pd.DataFrame, target: str, concepts: list[str]) -
 
 def _trajectory_block(table: pd.DataFrame, target: str, concepts: list[str]) -> dict[str, Any]:
     """Turn, memorization phase and gated-flow fit of the target's naive trajectory in the concept-space table."""
-    if table[table["class"] == target].empty:
-        return {}
     steps, points = oriented_trajectory(table, target, concepts)
+    if len(steps) == 0:
+        return {}
     block: dict[str, Any] = {}
     if len(steps) >= 3:
         turn = sudden_turn(steps, points)
@@ -285,14 +285,15 @@ def save_emergence_figures(
     concepts = list(cfg.data.concepts)
     if len(concepts) == 2:
         for target, entry in targets.items():
-            if concept_table[concept_table["class"] == target].empty:
-                continue
             steps, points = oriented_trajectory(concept_table, target, concepts)
+            if len(steps) < 2:
+                continue
             fit = entry.get("gated_flow_fit") or {}
             fitted = None
             if "a" in fit:
                 params = GatedFlowParams(fit["a"], fit["k"], fit["t0"], fit["eta"])
-                fitted = simulate(params, np.linspace(steps[0], steps[-1], 200))
+                dense = np.linspace(steps[0], steps[-1], 200)
+                fitted = (dense, simulate(params, dense), fit["r2"])
             phase = entry.get("memorization")
             figures[f"trajectory_{target}.png"] = plot_trajectory_turn(
                 steps, points, concepts, target, (entry.get("turn") or {}).get("step"),

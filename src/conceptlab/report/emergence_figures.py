@@ -78,10 +78,11 @@ def plot_trajectory_turn(
     target: str,
     turn_step: float | None = None,
     memorization: tuple[float, float] | None = None,
-    fitted: np.ndarray | None = None,
+    fit: tuple[np.ndarray, np.ndarray, float] | None = None,
 ) -> Figure:
-    """The target's naive trajectory in concept space (axes oriented so 1 = target value), turn and fit marked."""
-    fig, ax = plt.subplots(figsize=(4.4, 4.2))
+    """Left: the target's naive trajectory in concept space (1 = target value), turn and memorization marked.
+    Right: both coordinates vs step with the gated-flow fit (`fit` = (steps, fitted [steps, 2], R²))."""
+    fig, (ax, ax_t) = plt.subplots(1, 2, figsize=(9.6, 4.2))
     sc = ax.scatter(points[:, 0], points[:, 1], c=steps, cmap="viridis", s=22, zorder=3)
     ax.plot(points[:, 0], points[:, 1], "-", color="grey", lw=0.8, zorder=2)
     if memorization is not None:
@@ -92,8 +93,6 @@ def plot_trajectory_turn(
         i = int(np.flatnonzero(steps == turn_step)[0])
         ax.scatter([points[i, 0]], [points[i, 1]], marker="*", s=220, color="red", label=f"turn (step {turn_step:g})",
                    zorder=5)
-    if fitted is not None:
-        ax.plot(fitted[:, 0], fitted[:, 1], "--", color="black", lw=1.2, label="gated-flow fit")
     ax.plot([1], [1], "s", color="black", ms=6)
     ax.annotate(f"target {target}", (1, 1), textcoords="offset points", xytext=(-60, -14), fontsize=8)
     ax.set_xlim(-0.03, 1.05)
@@ -103,6 +102,18 @@ def plot_trajectory_turn(
     fig.colorbar(sc, ax=ax, label="training step", fraction=0.046)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, loc="lower left")
+    for k, (concept, color) in enumerate(zip(concepts, ("#1f77b4", "#d62728"))):
+        ax_t.plot(steps, points[:, k], "o", ms=3.5, color=color, label=f"{concept} (measured)")
+        if fit is not None:
+            ax_t.plot(fit[0], fit[1][:, k], "-", color=color, lw=1.4, label=f"{concept} (gated-flow fit)")
+    if fit is not None:
+        ax_t.set_title(f"gated-flow fit, R² = {fit[2]:.2f}", fontsize=9)
+    if turn_step is not None:
+        ax_t.axvline(turn_step, color="red", ls=":", lw=1)
+    ax_t.set_xlabel("training step")
+    ax_t.set_ylabel("P(concept = target)")
+    ax_t.set_ylim(-0.03, 1.03)
+    ax_t.legend(fontsize=7)
     fig.tight_layout()
     return fig
 

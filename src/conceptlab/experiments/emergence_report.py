@@ -1,0 +1,118 @@
+"""Hidden emergence across seeds: gather finished runs' emergence results, aggregate them, draw one figure.
+
+`emergence_report(root)` reads every finished run folder under `root` (a sweep
+folder or a runs folder) whose summary has an "emergence" block, and writes to
+`root`:
+
+    emergence_seeds.parquet          one row per run × target × intervention: emergence step, final score,
+                                     memorization start/end, turn step, capability gap
+    emergence_across_seeds.parquet   per target × intervention: mean, std and count of emergence steps
+    emergence_seeds.png              score vs step, one colour per intervention, one line per seed
+
+and returns a dict of verdicts: in how many seeds naive prompting emerged at
+all, whether some intervention emerged strictly earlier in every such seed,
+whether memorization preceded the turn, and the spread of emergence steps of
+naive prompting (behavior) vs the earliest intervention (capability).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
+from conceptlab.experiments.loading import load_config
+from conceptlab.store.files import read_json, write_parquet
+
+
+def _runs_with_emergence(root: Path) -> list[Path]:
+    found = []
+    for summary in sorted(Path(root).rglob("summary.json")):
+        run = summary.parent
+        if (run / "config.yaml").is_file() and "emergence" in read_json(summary):
+            found.append(run)
+    return found
+
+
+def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-run table, score curves with a seed column) of every finished run under root with emergence results."""
+    runs = _runs_with_emergence(root)
+    if not runs:
+        raise FileNotFoundError(f"no finished run with hidden-emergence results under {root}")
+    rows, curves = [], []
+    for run in runs:
+        summary = read_json(run / "summary.json")
+        cfg = load_config(str(run / "config.yaml"))
+        seed = cfg.train.train_seed
+        for target, entry in summary["emergence"]["targets"].items():
+            phase = entry.get("memorization") or {}
+            turn = entry.get("turn") or {}
+            for name, step in entry["emergence_step"].items():
+                rows.append(
+                    {
+                        "run": str(run.relative_to(root)),
+                        "seed": seed,
+                        "data_seed": cfg.data.data_seed,
+                        "target": target,
+                        "intervention": name,
+                        "emergence_step": math.nan if step is None else float(step),
+                        "final_score": entry["final_score"].get(name, math.nan),
+                        "memorization_start": phase.get("start", math.nan),
+                        "memorization_end": phase.get("end", math.nan),
+                        "turn_step": math.nan if turn.get("step") is None else float(turn["step"]),
+                        "capability_gap": entry.get("capability_gap"),
+                    }
+                )
+        best = pd.read_parquet(run / "emergence.parquet")
+        curves.append(best.assign(seed=seed))
+    return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
+
+
+def emergence_report(root: Path) -> dict[str, Any]:
+    """Aggregate the runs under root, write the tables and the figure, return the verdicts."""
+    import matplotlib.pyplot as plt
+
+    from conceptlab.report.emergence_figures import plot_intervention_scores
+
+    root = Path(root)
+    per_run, curves = collect_emergence(root)
+    write_parquet(root / "emergence_seeds.parquet", per_run)
+    spread = across_seeds(per_run, "emergence_step", by=["target", "intervention"])
+    write_parquet(root / "emergence_across_seeds.parquet", spread)
+    first = capability_before_behavior(per_run)
+    threshold = read_json(root / per_run["run"].iloc[0] / "summary.json")["emergence"]["threshold"]
+    fig = plot_intervention_scores(curves, threshold)
+    fig.savefig(root / "emergence_seeds.png", dpi=120)
+    plt.close(fig)
+
+    verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "targets": {}}
+    for target, group in per_run.groupby("target"):
+        firsts = first[first["target"] == target] if "target" in first.columns else first
+        naive = group[group["intervention"] == "naive"]
+        runs = group.drop_duplicates("run")
+        mem_before_turn = (runs["memorization_start"] < runs["turn_step"]).where(
+            runs[["memorization_start", "turn_step"]].notna().all(axis=1)
+        )
+        earliest = firsts["earliest_other_step"]
+        verdicts["targets"][target] = {
+            "naive_emerged_in": int(naive["emergence_step"].notna().sum()),
+            "intervention_emerged_in": int(earliest.notna().sum()),
+            "capability_first_where_naive_emerged": (
+                None if firsts["capability_first"].dropna().empty else bool(firsts["capability_first"].dropna().all())
+            ),
+            "memorization_precedes_turn_in": int(mem_before_turn.fillna(False).astype(bool).sum()),
+            "runs_with_memorization_and_turn": int(mem_before_turn.notna().sum()),
+            "naive_step_mean_std": _mean_std(naive["emergence_step"]),
+            "earliest_intervention_step_mean_std": _mean_std(earliest),
+        }
+    return verdicts
+
+
+def _mean_std(values: pd.Series) -> list[float | None]:
+    v = values.dropna().astype(float)
+    if v.empty:
+        return [None, None]
+    return [round(float(v.mean()), 1), round(float(v.std(ddof=1)), 1) if len(v) > 1 else None]

@@ -1,0 +1,61 @@
+"""Cross-seed hidden-emergence report over run folders written by hand (no training)."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from conceptlab.experiments.emergence_report import emergence_report
+from conceptlab.experiments.loading import config_to_yaml, load_config
+from conceptlab.store.files import write_json, write_parquet
+
+# seed → (naive step, over-prompting step, memorization start, turn step)
+SEEDS = {0: (250.0, 200.0, 50.0, 150.0), 1: (None, 175.0, 75.0, 125.0), 2: (300.0, 225.0, 50.0, 200.0)}
+
+
+def _fake_run(folder, seed, naive, over, mem_start, turn):
+    folder.mkdir(parents=True)
+    cfg = load_config("micro", [f"train.train_seed={seed}", f"data.data_seed={seed}"])
+    (folder / "config.yaml").write_text(config_to_yaml(cfg))
+    steps = [50, 100, 150, 200, 250, 300]
+    curves = pd.DataFrame(
+        [{"target": "11", "intervention": name, "step": s, "variant": "v", "score": float(at is not None and s >= at),
+          "hit_rate": 0.0, "valid_fraction": 1.0, "n": 24}
+         for name, at in (("naive", naive), ("over_prompting", over)) for s in steps]
+    )
+    write_parquet(folder / "emergence.parquet", curves)
+    write_json(folder / "summary.json", {"emergence": {"threshold": 0.5, "targets": {"11": {
+        "emergence_step": {"naive": naive, "over_prompting": over},
+        "final_score": {"naive": 1.0 if naive else 0.0, "over_prompting": 1.0},
+        "memorization": {"start": mem_start, "end": mem_start + 25, "read_as": "01"},
+        "turn": {"step": turn, "angle": 90.0},
+        "capability_gap": None if naive is None else naive - over}}}})
+
+
+def test_report_aggregates_seeds_and_states_the_verdicts(tmp_path):
+    for seed, values in SEEDS.items():
+        _fake_run(tmp_path / f"run{seed}", seed, *values)
+    (tmp_path / "unfinished").mkdir()  # no summary: ignored
+    verdicts = emergence_report(tmp_path)
+    v = verdicts["targets"]["11"]
+    assert verdicts["seeds"] == 3
+    assert v["naive_emerged_in"] == 2 and v["intervention_emerged_in"] == 3
+    assert v["capability_first_where_naive_emerged"] is True
+    assert v["memorization_precedes_turn_in"] == 3 and v["runs_with_memorization_and_turn"] == 3
+    assert v["naive_step_mean_std"] == [275.0, pytest.approx(35.4, abs=0.05)]
+    assert v["earliest_intervention_step_mean_std"] == [200.0, 25.0]
+    per_run = pd.read_parquet(tmp_path / "emergence_seeds.parquet")
+    assert len(per_run) == 6 and math.isnan(per_run.query("seed == 1 and intervention == 'naive'")["emergence_step"].iloc[0])
+    spread = pd.read_parquet(tmp_path / "emergence_across_seeds.parquet").set_index("intervention")
+    assert spread.loc["naive", "occurred"] == 2 and spread.loc["over_prompting", "mean"] == 200.0
+    assert (tmp_path / "emergence_seeds.png").is_file()
+
+
+def test_report_says_when_naive_is_not_beaten(tmp_path):
+    _fake_run(tmp_path / "a", 0, 150.0, 200.0, 50.0, 100.0)
+    assert emergence_report(tmp_path)["targets"]["11"]["capability_first_where_naive_emerged"] is False
+
+
+def test_no_runs_is_one_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no finished run with hidden-emergence results"):
+        emergence_report(tmp_path)
