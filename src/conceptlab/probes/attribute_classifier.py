@@ -1,0 +1,198 @@
+"""Attribute classifiers for Shapes3D-like images: a small CNN with one head per factor, trained on ground-truth renders.
+
+They read the attributes of generated images (e.g. the K forked endings of `models.forking`). Training data are
+renders (`data.shapes3d.render_shapes3d`) of random factor combinations — every factor drawn uniformly unless
+`fixed` pins it to one level, as the data a model was trained on may — with Gaussian pixel noise of a random std in
+[0, noise_std_max] per image (generations are noisier than renders), fresh noise every epoch. The held-out report is
+the accuracy per attribute on `test_images` renders of independently drawn factor combinations with their own noise.
+Trained classifiers are cached by config hash (`load_or_train_attribute_classifier`), like the concept probe.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS, render_shapes3d
+from conceptlab.experiments.config import config_hash
+from conceptlab.probes.concept_classifier import default_cache_dir
+from conceptlab.store.files import read_tensors, write_json, write_tensors
+
+CLASSIFIER_VERSION = 1  # bump when the training data or architecture change, so cached classifiers are retrained
+
+
+@dataclass(frozen=True)
+class AttributeClassifierConfig:
+    """What an attribute classifier is trained on and how (all fields enter the cache key)."""
+
+    attributes: tuple[str, ...] = ("wall_hue", "shape")
+    image_size: int = 16
+    fixed: Mapping[str, int] = field(default_factory=dict)  # factor → level held fixed in the training renders
+    width: int = 16
+    train_images: int = 6000
+    test_images: int = 2000
+    epochs: int = 10
+    batch_size: int = 128
+    lr: float = 3e-3
+    noise_std_max: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_attributes(self.attributes)
+        for name, level in self.fixed.items():
+            check_attributes([name])
+            if not 0 <= level < FACTOR_SIZES[FACTORS.index(name)]:
+                raise ValueError(f"fixed {name}={level} out of range [0, {FACTOR_SIZES[FACTORS.index(name)]})")
+        pinned = set(self.attributes) & set(self.fixed)
+        if pinned:
+            raise ValueError(f"attributes {sorted(pinned)} are fixed to one level; a classifier needs them to vary")
+        if self.image_size < 8 or self.width < 4 or self.train_images < 1 or self.test_images < 1 or self.epochs < 1:
+            raise ValueError(f"need image_size ≥ 8, width ≥ 4 and positive image counts/epochs, got {self}")
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "attributes": list(self.attributes), "fixed": dict(self.fixed)}
+
+
+def check_attributes(names) -> list[str]:
+    """The names as a list; ValueError for names that are not Shapes3D factors or repeat."""
+    names = list(names)
+    unknown = [n for n in names if n not in FACTORS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise ValueError(f"attributes must be distinct Shapes3D factors {list(FACTORS)}, got {names}")
+    return names
+
+
+def num_classes(attribute: str) -> int:
+    """Number of levels of a Shapes3D factor."""
+    check_attributes([attribute])
+    return FACTOR_SIZES[FACTORS.index(attribute)]
+
+
+class AttributeClassifier(nn.Module):
+    """Three conv stages + global average/max pooling, then one head per attribute (logits over its levels)."""
+
+    def __init__(self, attributes: tuple[str, ...] | list[str], width: int = 16) -> None:
+        super().__init__()
+        self.attributes, self.width = check_attributes(attributes), width
+
+        def stage(c_in: int, c_out: int) -> nn.Sequential:
+            return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU())
+
+        self.features = nn.Sequential(
+            stage(3, width), nn.MaxPool2d(2), stage(width, 2 * width), nn.MaxPool2d(2), stage(2 * width, 2 * width)
+        )
+        self.trunk = nn.Sequential(nn.Linear(4 * width, 4 * width), nn.ReLU())
+        self.heads = nn.ModuleDict({a: nn.Linear(4 * width, num_classes(a)) for a in self.attributes})
+
+    def forward(self, images: Tensor) -> dict[str, Tensor]:
+        h = self.features((images - 0.5).contiguous(memory_format=torch.channels_last))  # faster on CPU
+        h = self.trunk(torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1))
+        return {a: head(h) for a, head in self.heads.items()}
+
+
+def random_factors(n: int, fixed: Mapping[str, int], generator: torch.Generator) -> Tensor:
+    """Factor levels [n, 6]: uniform per factor, except `fixed` factors at their level."""
+    cols = [torch.randint(0, k, (n,), generator=generator) for k in FACTOR_SIZES]
+    for name, level in fixed.items():
+        cols[FACTORS.index(name)] = torch.full((n,), int(level))
+    return torch.stack(cols, 1)
+
+
+def _noisy(images: Tensor, noise_std_max: float, generator: torch.Generator) -> Tensor:
+    std = noise_std_max * torch.rand(images.shape[0], 1, 1, 1, generator=generator)
+    return (images + std * torch.randn(images.shape, generator=generator)).clamp(0.0, 1.0)
+
+
+def _render(factors: Tensor, image_size: int, batch: int = 2048) -> Tensor:
+    return torch.cat([render_shapes3d(factors[i : i + batch], image_size) for i in range(0, len(factors), batch)])
+
+
+@torch.no_grad()
+def classify_attributes(model: AttributeClassifier, images: Tensor, batch_size: int = 512) -> dict[str, Tensor]:
+    """Predicted level [N] of every attribute for images [N, 3, S, S] in [0, 1] (on the CPU)."""
+    model.eval()
+    device = next(model.parameters()).device
+    parts: dict[str, list[Tensor]] = {a: [] for a in model.attributes}
+    for i in range(0, images.shape[0], batch_size):
+        for a, logits in model(images[i : i + batch_size].to(device, torch.float32)).items():
+            parts[a].append(logits.argmax(1).cpu())
+    return {a: torch.cat(p) for a, p in parts.items()}
+
+
+def attribute_accuracy(model: AttributeClassifier, images: Tensor, factors: Tensor) -> dict[str, float]:
+    """Per attribute, the fraction of images whose level is read right (factors [N, 6], Shapes3D order)."""
+    read = classify_attributes(model, images)
+    return {a: (read[a] == factors[:, FACTORS.index(a)]).float().mean().item() for a in model.attributes}
+
+
+def train_attribute_classifier(cfg: AttributeClassifierConfig) -> tuple[AttributeClassifier, dict]:
+    """Train on renders (see the module docstring); returns the classifier in eval mode and its report
+    {held_out_accuracy: {attribute: acc}, min_accuracy, train_seconds}."""
+    start = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        model = AttributeClassifier(cfg.attributes, cfg.width)
+    g = torch.Generator().manual_seed(cfg.seed)
+    factors = random_factors(cfg.train_images, cfg.fixed, g)
+    clean = _render(factors, cfg.image_size)
+    labels = factors[:, [FACTORS.index(a) for a in cfg.attributes]]
+    steps_per_epoch = math.ceil(cfg.train_images / cfg.batch_size)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, cfg.lr, total_steps=cfg.epochs * steps_per_epoch,
+                                                   pct_start=0.2)
+    model.train()
+    for _ in range(cfg.epochs):
+        order = torch.randperm(cfg.train_images, generator=g)
+        images = _noisy(clean[order], cfg.noise_std_max, g)
+        for i in range(0, cfg.train_images, cfg.batch_size):
+            logits = model(images[i : i + cfg.batch_size])
+            y = labels[order[i : i + cfg.batch_size]]
+            loss = sum(F.cross_entropy(logits[a], y[:, j]) for j, a in enumerate(cfg.attributes))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+    model.eval()
+    train_seconds = time.perf_counter() - start
+    test_g = torch.Generator().manual_seed(cfg.seed + 1_000_003)
+    test_factors = random_factors(cfg.test_images, cfg.fixed, test_g)
+    test_images = _noisy(_render(test_factors, cfg.image_size), cfg.noise_std_max, test_g)
+    held_out = attribute_accuracy(model, test_images, test_factors)
+    return model, {
+        "held_out_accuracy": held_out,
+        "min_accuracy": min(held_out.values()),
+        "train_seconds": round(train_seconds, 2),
+    }
+
+
+def classifier_key(cfg: AttributeClassifierConfig) -> str:
+    return config_hash({"attribute_classifier": cfg.to_dict(), "version": CLASSIFIER_VERSION})
+
+
+def load_or_train_attribute_classifier(
+    cfg: AttributeClassifierConfig, cache_dir: Path | None = None
+) -> tuple[AttributeClassifier, dict]:
+    """The classifier for `cfg`: from the cache (`attributes-<key>.safetensors` + `.json`) if there, else trained
+    and cached. The report says `source`: "cache" or "trained"."""
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key = classifier_key(cfg)
+    weights, sidecar = cache / f"attributes-{key}.safetensors", cache / f"attributes-{key}.json"
+    if weights.exists() and sidecar.exists():
+        meta = json.loads(sidecar.read_text())
+        model = AttributeClassifier(meta["attributes"], meta["width"])
+        model.load_state_dict(read_tensors(weights))
+        return model.eval(), {**meta["report"], "source": "cache"}
+    model, report = train_attribute_classifier(cfg)
+    cache.mkdir(parents=True, exist_ok=True)
+    write_tensors(weights, model.state_dict())  # weights first: the sidecar marks a complete entry
+    write_json(sidecar, {"key": key, "version": CLASSIFIER_VERSION, "attributes": list(cfg.attributes),
+                         "width": cfg.width, "config": cfg.to_dict(), "report": report})
+    return model, {**report, "source": "trained"}
