@@ -33,3 +33,15 @@ def test_ddpm_config_errors_are_one_line():
         load_config("micro", ["diffusion.process=ddpm", "diffusion.prediction=eps", "diffusion.sample_steps=7"])
     with pytest.raises(ConfigError, match="ddpm uses eps prediction"):
         load_config("micro", ["diffusion.process=ddpm", "diffusion.prediction=v", "diffusion.sample_steps=5"])
+
+
+def test_variance_exploding_process_is_selectable():
+    from conceptlab.models.variance_exploding import VarianceExploding
+
+    model = build_model(ModelConfig(**SMALL), DiffusionConfig(process="ve", prediction="x", sigma_min=0.02),
+                        prompt_dim=3, image_size=8)
+    assert isinstance(model.process, VarianceExploding)
+    loss, _ = model.loss(torch.rand(2, 3, 8, 8), torch.rand(2, 3), torch.Generator().manual_seed(0))
+    assert torch.isfinite(loss)
+    with pytest.raises(ConfigError, match="x prediction is implemented for process ve only"):
+        load_config("micro", ["diffusion.prediction=x"])

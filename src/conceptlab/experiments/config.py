@@ -162,15 +162,23 @@ class ModelConfig(_Strict):
 class DiffusionConfig(_Strict):
     """The diffusion process (separate from the network) and its sampler."""
 
-    process: Literal["vdm", "cosine", "ddpm"] = Field(
-        "vdm", description="vdm: learned linear log-SNR; cosine: fixed; ddpm: discrete T-step chain"
+    process: Literal["vdm", "cosine", "ddpm", "ve"] = Field(
+        "vdm",
+        description="vdm: learned linear log-SNR; cosine: fixed; ddpm: discrete T-step chain; ve: variance exploding",
     )
-    prediction: Literal["eps", "v"] = Field("eps", description="network target (vdm supports eps only)")
+    prediction: Literal["eps", "v", "x"] = Field(
+        "eps", description="network target (vdm and ddpm: eps only; x: ve only)"
+    )
     gamma_min: float = Field(-5.0, description="vdm: initial log(σ²/α²) at t=0")
     gamma_max: float = Field(10.0, description="vdm: initial log(σ²/α²) at t=1")
     learn_schedule: bool = Field(True, description="vdm: learn the endpoints of the linear log-SNR")
     logsnr_min: float = Field(-15.0, description="cosine: log-SNR at t=1")
     logsnr_max: float = Field(15.0, description="cosine: log-SNR at t=0")
+    sigma_min: float = Field(0.01, gt=0.0, description="ve: noise level σ at t = 0")
+    sigma_max: float = Field(50.0, gt=0.0, description="ve: noise level σ at t = 1")
+    label_dropout: float = Field(
+        0.0, ge=0.0, le=1.0, description="ve: probability each attribute block of the prompt is nulled in training"
+    )
     ddpm_steps: int = Field(1000, ge=1, description="ddpm: number of discrete steps T")
     ddpm_schedule: Literal["linear", "cosine"] = Field("linear", description="ddpm: β schedule")
     ddpm_beta_start: float = Field(1e-4, gt=0.0, lt=1.0)
@@ -184,6 +192,10 @@ class DiffusionConfig(_Strict):
     def _vdm_eps(self) -> "DiffusionConfig":
         if self.process == "vdm" and self.prediction != "eps":
             raise ValueError("process vdm uses eps prediction; use process=cosine for v prediction")
+        if self.prediction == "x" and self.process != "ve":
+            raise ValueError("x prediction is implemented for process ve only")
+        if self.process == "ve" and self.sigma_min >= self.sigma_max:
+            raise ValueError(f"sigma_min ({self.sigma_min}) must be below sigma_max ({self.sigma_max})")
         if self.process == "ddpm" and self.prediction != "eps":
             raise ValueError("process ddpm uses eps prediction; use process=cosine for v prediction")
         if self.process == "ddpm" and self.ddpm_steps % self.sample_steps:

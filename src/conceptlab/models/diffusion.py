@@ -188,4 +188,9 @@ def build_process(cfg: DiffusionConfig) -> DiffusionProcess:
         from conceptlab.models.ddpm import build_ddpm
 
         return build_ddpm(cfg.ddpm_steps, cfg.ddpm_schedule, cfg.ddpm_beta_start, cfg.ddpm_beta_end, cfg.ddpm_cosine_offset)
+    if cfg.process == "ve":
+        from conceptlab.models.variance_exploding import build_variance_exploding
+
+        # the whole prompt is one attribute block here; attribute-wise dropout needs the data's block sizes
+        return build_variance_exploding(cfg.sigma_min, cfg.sigma_max, cfg.prediction, cfg.label_dropout)
     raise ValueError(f"unknown diffusion process {cfg.process!r}")
