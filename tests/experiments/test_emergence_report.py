@@ -44,6 +44,7 @@ def test_report_aggregates_seeds_and_states_the_verdicts(tmp_path):
     assert v["memorization_precedes_turn_in"] == 3 and v["runs_with_memorization_and_turn"] == 3
     assert v["naive_step_mean_std"] == [275.0, pytest.approx(35.4, abs=0.05)]
     assert v["earliest_intervention_step_mean_std"] == [200.0, 25.0]
+    assert v["final_score_mean_std"]["naive"] == [0.667, 0.577] and v["final_score_mean_std"]["over_prompting"] == [1.0, 0.0]
     per_run = pd.read_parquet(tmp_path / "emergence_seeds.parquet")
     assert len(per_run) == 6 and math.isnan(per_run.query("seed == 1 and intervention == 'naive'")["emergence_step"].iloc[0])
     spread = pd.read_parquet(tmp_path / "emergence_across_seeds.parquet").set_index("intervention")

@@ -11,8 +11,9 @@ folder or a runs folder) whose summary has an "emergence" block, and writes to
 
 and returns a dict of verdicts: in how many seeds naive prompting emerged at
 all, whether some intervention emerged strictly earlier in every such seed,
-whether memorization preceded the turn, and the spread of emergence steps of
-naive prompting (behavior) vs the earliest intervention (capability).
+whether memorization preceded the turn, the spread of emergence steps of
+naive prompting (behavior) vs the earliest intervention (capability), and the
+mean ± std over seeds of each intervention's final score.
 """
 
 from __future__ import annotations
@@ -107,12 +108,15 @@ def emergence_report(root: Path) -> dict[str, Any]:
             "runs_with_memorization_and_turn": int(mem_before_turn.notna().sum()),
             "naive_step_mean_std": _mean_std(naive["emergence_step"]),
             "earliest_intervention_step_mean_std": _mean_std(earliest),
+            "final_score_mean_std": {
+                name: _mean_std(g["final_score"], 3) for name, g in group.groupby("intervention", sort=False)
+            },
         }
     return verdicts
 
 
-def _mean_std(values: pd.Series) -> list[float | None]:
+def _mean_std(values: pd.Series, digits: int = 1) -> list[float | None]:
     v = values.dropna().astype(float)
     if v.empty:
         return [None, None]
-    return [round(float(v.mean()), 1), round(float(v.std(ddof=1)), 1) if len(v) > 1 else None]
+    return [round(float(v.mean()), digits), round(float(v.std(ddof=1)), digits) if len(v) > 1 else None]

@@ -230,6 +230,17 @@ def oriented_trajectory(table: pd.DataFrame, target: str, concepts: list[str]) -
     return traj.index.to_numpy().astype(float), points
 
 
+def turns_toward_target(steps: np.ndarray, points: np.ndarray, turn_step: float, ahead: int = 2) -> bool:
+    """After the turn, does the trajectory get closer to the target corner (all ones) over the next checkpoints?
+
+    Tells a turn toward the held-out class (Park et al.'s sudden turn) from a turn into memorization.
+    """
+    i = int(np.flatnonzero(steps == turn_step)[0])
+    distance = np.linalg.norm(1.0 - points, axis=1)
+    later = distance[i + 1 : i + 1 + ahead]
+    return bool(later.size and later.mean() < distance[i])
+
+
 def _trajectory_block(table: pd.DataFrame, target: str, concepts: list[str]) -> dict[str, Any]:
     """Turn, memorization phase and gated-flow fit of the target's naive trajectory in the concept-space table."""
     steps, points = oriented_trajectory(table, target, concepts)
@@ -239,6 +250,8 @@ def _trajectory_block(table: pd.DataFrame, target: str, concepts: list[str]) -> 
     if len(steps) >= 3:
         turn = sudden_turn(steps, points)
         block["turn"] = {"step": _nan_to_none(turn.step), "angle": _nan_to_none(round(turn.angle, 1))}
+        if not math.isnan(turn.step):
+            block["turn"]["toward_target"] = turns_toward_target(steps, points, turn.step)
     if "train" in set(table["split"]):
         phase = memorization_phase(table, target)
         block["memorization"] = (
