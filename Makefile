@@ -19,7 +19,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/conceptlab run concept-space-tiny
+	$(VENV)/bin/conceptlab sweep hidden-emergence-tiny
+	$(VENV)/bin/conceptlab emergence-report runs/hidden-emergence-tiny
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q

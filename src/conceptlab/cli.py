@@ -1,4 +1,5 @@
-"""Command-line interface: `conceptlab run | resume | presets | show`.
+"""Command-line interface: `conceptlab run | resume | presets | show | sweep | sweep-status | sweep-report | runs |
+emergence-report`.
 
 Bad input (unknown preset or key, ill-typed value, impossible data split)
 prints one line `error: ...` and exits with code 2 — never a traceback.
@@ -131,10 +132,260 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     for key, value in summary["final_accuracy"].items():
         acc.add_row(key, f"{value:.3f}")
     console.print(acc)
+    if "emergence" in summary:
+        _print_emergence(summary["emergence"])
     if "seconds" in summary:
         s = summary["seconds"]
-        console.print(f"seconds: train {s['train']}, probe {s['probe']}, evaluate {s['evaluate']}, total {s['total']}")
+        extra = f", interventions {s['interventions']}" if "interventions" in s else ""
+        console.print(
+            f"seconds: train {s['train']}, probe {s['probe']}, evaluate {s['evaluate']}{extra}, total {s['total']}"
+        )
     console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])))
+
+
+def _print_emergence(emergence: dict) -> None:
+    """Per target: emergence step and final score of each intervention, memorization and turn."""
+    for target, entry in emergence["targets"].items():
+        table = Table(f"target {target}: intervention", f"emergence step (score ≥ {emergence['threshold']})",
+                      "final score", box=None)
+        for name, step in entry["emergence_step"].items():
+            table.add_row(name, "never" if step is None else f"{step:g}", f"{entry['final_score'][name]:.3f}")
+        console.print(table)
+        phase, turn = entry.get("memorization"), entry.get("turn") or {}
+        if phase:
+            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}")
+        if turn.get("step") is not None:
+            way = "toward the target" if turn.get("toward_target") else "away from the target"
+            console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")
+
+
+@app.command("emergence-report")
+def emergence_report_cmd(
+    root: Path = typer.Argument(..., help="a sweep folder or runs folder holding finished hidden-emergence runs"),
+) -> None:
+    """Hidden emergence across seeds: emergence steps, capability vs behavior, memorization vs turn, one figure."""
+    from conceptlab.experiments.emergence_report import emergence_report
+
+    try:
+        verdicts = emergence_report(root)
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+    for target, v in verdicts["targets"].items():
+        console.print(f"\n[bold]held-out {target}[/] over {verdicts['seeds']} seeds")
+        table = Table("intervention", "final score (mean ± sd)", box=None)
+        for name, (mean, std) in v["final_score_mean_std"].items():
+            table.add_row(name, f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}"))
+        console.print(table)
+        console.print(f"  naive prompting emerged in {v['naive_emerged_in']} seeds; "
+                      f"some intervention emerged in {v['intervention_emerged_in']}")
+        first = v["capability_first_where_naive_emerged"]
+        console.print("  capability before behavior where naive emerged: "
+                      + ("n/a (naive never emerged)" if first is None else ("yes, every seed" if first else "no")))
+        console.print(f"  memorization before the largest turn: {v['memorization_precedes_turn_in']} of "
+                      f"{v['runs_with_memorization_and_turn']} runs with both")
+    console.print(f"tables: {root / 'emergence_seeds.parquet'}, {root / 'emergence_across_seeds.parquet'}")
+    console.print(f"figure: {root / 'emergence_seeds.png'}")
+
+
+# ---------------------------------------------------------------- sweeps and the results store
+
+runs_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Query the results of every run under a root.")
+app.add_typer(runs_app, name="runs")
+_SWEEP_ALIASES = {"status", "report"}
+
+
+@app.command()
+def sweep(
+    spec: str = typer.Argument(..., help="sweep spec: a shipped sweep name (see `conceptlab sweeps`), a YAML file or a sweep folder"),
+    overrides: Optional[list[str]] = typer.Argument(None, help="key=value overrides applied to every run"),
+    executor: Optional[str] = typer.Option(None, help="local | slurm (default: the spec's executor.kind)"),
+    workers: Optional[int] = typer.Option(None, help="local: worker processes (default: spec, else CPU cores)"),
+    root: Optional[Path] = typer.Option(None, help="sweep folder (default: spec root, else RUNS_DIR/SWEEP_NAME)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the manifest (run ids and axis values) and exit"),
+    wait: bool = typer.Option(True, help="slurm: wait for the job array to finish"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest.
+
+    `conceptlab sweep status TARGET` and `conceptlab sweep report TARGET` are aliases of
+    `sweep-status` and `sweep-report`.
+    """
+    if spec in _SWEEP_ALIASES and overrides:
+        target = overrides[0]
+        if spec == "status":
+            return sweep_status_cmd(target)
+        return sweep_report_cmd(target, figure=None, axis="data.color_separation", split="train")
+    from conceptlab.experiments.executors import ExecutorError, make_executor
+    from conceptlab.experiments.sweep import expand, run_sweep
+
+    if workers is not None and workers < 1:
+        _fail(f"--workers must be ≥ 1, got {workers}")
+    try:
+        plan = expand(spec, list(overrides or []), root)
+    except ConfigError as err:
+        _fail(str(err))
+    kind = executor or plan.spec.executor.kind
+    if kind not in ("local", "slurm"):
+        _fail(f"unknown executor {kind!r}; choose local or slurm")
+    if dry_run:
+        import pandas as pd
+
+        _print_frame(pd.DataFrame([{"run_id": r.run_id, **r.values} for r in plan.runs]))
+        console.print(f"{len(plan.runs)} runs → {plan.root}")
+        return
+    try:
+        runner_ = make_executor(kind, plan.root, plan.spec.executor, workers=workers, wait=wait)
+    except ExecutorError as err:
+        _fail(str(err))
+    console.print(f"[bold]sweep {plan.spec.name}[/]: {len(plan.runs)} runs → {plan.root} ({kind} executor)")
+    try:
+        result = run_sweep(plan, runner_, progress=progress, console=console)
+    except ExecutorError as err:
+        _fail(str(err))
+    console.print(
+        f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now, "
+        f"{len(result['failed'])} failed" + (f", {result['queued']} queued" if result["queued"] else "")
+    )
+    for run_id, error in result["failed"].items():
+        console.print(f"[red]failed[/] {run_id}: {error}", highlight=False, soft_wrap=True)
+    if result["failed"]:
+        console.print("rerun the same command to resume the failed runs")
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def sweeps() -> None:
+    """List the shipped sweep specs."""
+    from conceptlab.experiments.sweep import parse_spec, sweep_names
+
+    table = Table("sweep", "description", box=None)
+    for name in sweep_names():
+        table.add_row(name, parse_spec(name).description)
+    console.print(table)
+
+
+@app.command("sweep-status")
+def sweep_status_cmd(
+    target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
+) -> None:
+    """Show each run of a sweep as done / running / queued / failed (with its last error line) / pending."""
+    from conceptlab.experiments.sweep import sweep_root_of, sweep_status
+
+    try:
+        root = sweep_root_of(target)
+        rows = sweep_status(root)
+    except ConfigError as err:
+        _fail(str(err))
+    import pandas as pd
+
+    frame = pd.DataFrame(rows, columns=list(rows[0]) if rows else ["run_id", "state", "error"])
+    _print_frame(frame.rename(columns={"error": "last error"}))
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["state"]] = counts.get(row["state"], 0) + 1
+    console.print(f"{root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+
+
+@app.command("sweep-report")
+def sweep_report_cmd(
+    target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
+    figure: Optional[Path] = typer.Option(None, help="where to save the figure (default: SWEEP/figures/concept_signal.png)"),
+    axis: str = typer.Option("data.color_separation", help="the swept config key on the x axis"),
+    split: str = typer.Option("train", help="learning times of this split: train or held_out"),
+) -> None:
+    """Learning time per concept vs the swept key and vs concept signal (mean ± spread over seeds), and its figure."""
+    import matplotlib.pyplot as plt
+
+    from conceptlab.analysis.concept_signal import learning_time_by_axis, learning_time_table
+    from conceptlab.experiments.sweep import sweep_root_of
+    from conceptlab.report.sweep_figures import plot_learning_time_vs_signal
+    from conceptlab.store.index import StoreError, open_store
+
+    try:
+        root = sweep_root_of(target)
+        with open_store(root) as store:
+            long = learning_time_table(store.runs(), store.table("learning_times"), axis, split)
+    except (ConfigError, StoreError, ValueError) as err:
+        _fail(str(err))
+    summary = learning_time_by_axis(long)
+    table = Table(axis, "concept", "concept signal", "learning time (mean ± sd)", "learned / runs", box=None)
+    for r in summary.itertuples():
+        lt = "not learned" if r.n_learned == 0 else f"{r.learning_time_mean:.0f} ± {r.learning_time_std:.0f}"
+        table.add_row(f"{r.axis_value:g}", r.concept, f"{r.concept_signal_mean:.2f}", lt, f"{r.n_learned}/{r.n_runs}")
+    console.print(table)
+    fig = plot_learning_time_vs_signal(long, summary, axis)
+    path = figure or root / "figures" / "concept_signal.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    console.print(f"figure: {path}")
+
+
+@runs_app.command("ls")
+def runs_ls(
+    root: Path = typer.Argument(Path("runs"), help="folder holding run folders (searched recursively)"),
+    all_columns: bool = typer.Option(False, "--all", help="print every column of the runs table"),
+) -> None:
+    """List every run under ROOT: id, status, the config keys that differ between runs, learning times."""
+    from conceptlab.store.index import StoreError, open_store
+
+    try:
+        with open_store(root) as store:
+            runs = store.runs()
+    except StoreError as err:
+        _fail(str(err))
+    if runs.empty:
+        console.print(f"no runs under {root}")
+        return
+    if all_columns:
+        columns = list(runs.columns)
+    else:
+        config = [c for c in runs.columns if c.split("_")[0] in ("data", "model", "diffusion", "train", "eval")]
+        varying = [c for c in config if runs[c].astype(str).nunique() > 1]
+        times = [c for c in runs.columns if c.startswith("learning_time_")]
+        columns = ["run_id", "status", "name", *varying[:8], *times]
+        columns = [c for c in columns if c in runs.columns]
+    _print_frame(runs[columns])
+    console.print(f"{len(runs)} runs under {root}")
+
+
+@runs_app.command("query")
+def runs_query(
+    sql: str = typer.Argument(..., help="SQL over runs, concept_space, learning_times, eval_steps"),
+    root: Path = typer.Option(Path("runs"), help="folder holding run folders (searched recursively)"),
+    csv: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
+) -> None:
+    """Run one SQL query over every run under --root (DuckDB), e.g. mean learning time per Δc."""
+    from conceptlab.store.index import StoreError, open_store
+
+    try:
+        with open_store(root) as store:
+            result = store.query(sql)
+    except StoreError as err:
+        _fail(str(err))
+    if csv:
+        console.print(result.to_csv(index=False), end="", highlight=False, soft_wrap=True)
+    else:
+        _print_frame(result)
+
+
+def _print_frame(frame) -> None:
+    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
+    headers = [str(c) for c in frame.columns]
+    table = Table(*headers, box=None)
+    for row in cells:
+        table.add_row(*row)
+    natural = sum(max([len(h), *(len(r[i]) for r in cells)]) + 2 for i, h in enumerate(headers))
+    wide = console if natural <= console.width else Console(width=natural, highlight=False)
+    wide.print(table)
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def main() -> None:

@@ -1,0 +1,445 @@
+"""Executors: run a sweep's run folders, locally in a process pool or on SLURM through submitit job arrays.
+
+One small interface (`Executor.run(tasks) -> outcomes`); every task is one run folder that
+already holds its `config.yaml`, and runs `execute_run`, which calls the run driver
+(`run_experiment`: it resumes from whatever the folder holds) and keeps a status file:
+
+    <run_dir>/status.json   {"state": "queued" | "running" | "done" | "failed", "error": last error line,
+                             "host", "pid", "slurm_job", "attempt", "started", "finished"}
+    <run_dir>/run.log       the run driver's console output
+
+A run interrupted in any way (a killed pool worker, a cancelled or requeued SLURM task)
+resumes from its last training state and evaluated checkpoints when it runs again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import traceback
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import submitit
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from conceptlab.experiments.config import RunConfig
+from conceptlab.store.files import read_json, write_json
+
+STATUS_FILE = "status.json"
+STATES = ("queued", "running", "done", "failed")
+
+
+class ExecutorError(RuntimeError):
+    """An executor cannot run at all (e.g. SLURM not reachable); one line for the user."""
+
+
+@dataclass
+class RunTask:
+    """One run to execute: its id, folder and resolved config."""
+
+    run_id: str
+    run_dir: Path
+    config: RunConfig
+
+
+@dataclass
+class RunOutcome:
+    """How one run ended in this execution."""
+
+    run_id: str
+    state: str
+    error: str | None = None
+
+
+class Executor(Protocol):
+    """Runs tasks (each resumable from its folder) and reports one outcome per task."""
+
+    name: str
+
+    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None) -> list[RunOutcome]: ...
+
+
+# ---------------------------------------------------------------- status files
+
+
+def read_status(run_dir: Path) -> dict:
+    path = Path(run_dir) / STATUS_FILE
+    try:
+        return read_json(path) if path.is_file() else {}
+    except ValueError:
+        return {}
+
+
+def write_status(run_dir: Path, state: str, **fields) -> None:
+    if state not in STATES:
+        raise ValueError(f"unknown run state {state!r}")
+    old = read_status(run_dir)
+    write_json(Path(run_dir) / STATUS_FILE, {**old, "state": state, **fields})
+
+
+def run_state(run_dir: Path) -> tuple[str, str | None]:
+    """(state, last error line) of a run folder as `sweep status` shows it.
+
+    States: done (summary written), failed, running, queued, interrupted (its process is gone:
+    a dead local worker), pending (never started).
+    """
+    run_dir = Path(run_dir)
+    status = read_status(run_dir)
+    if (run_dir / "summary.json").is_file():
+        return "done", None
+    state = status.get("state", "pending")
+    if state == "done":  # a status without summary: treat as interrupted
+        state = "interrupted"
+    if state == "running" and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
+        if not _pid_alive(int(status.get("pid", 0))):
+            state = "interrupted"
+    return state, status.get("error")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _last_line(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}".strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else type(err).__name__
+
+
+def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
+    """Run (or resume) the run in `run_dir` from its config.yaml, keeping status.json up to date."""
+    import torch
+
+    from conceptlab.experiments.loading import load_config
+    from conceptlab.experiments.runner import run_experiment
+
+    run_dir = Path(run_dir)
+    if threads:
+        torch.set_num_threads(threads)
+    old = read_status(run_dir)
+    write_status(
+        run_dir,
+        "running",
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        slurm_job=_slurm_job_id(),
+        attempt=int(old.get("attempt", 0)) + 1,
+        started=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        finished=None,
+        error=None,
+    )
+    try:
+        cfg = load_config(str(run_dir / "config.yaml"))
+        with (run_dir / "run.log").open("a") as log:
+            console = Console(file=log, width=120, force_terminal=False)
+            run_experiment(cfg, run_dir, progress=False, console=console)
+    except Exception as err:  # recorded, not raised: one failed run must not stop the sweep
+        with (run_dir / "run.log").open("a") as log:
+            log.write(traceback.format_exc())
+        write_status(run_dir, "failed", error=_last_line(err), finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        return RunOutcome(run_dir.name, "failed", _last_line(err))
+    write_status(run_dir, "done", finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    return RunOutcome(run_dir.name, "done")
+
+
+def _slurm_job_id() -> str | None:
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if array and task:
+        return f"{array}_{task}"
+    return os.environ.get("SLURM_JOB_ID")
+
+
+def _progress(console: Console, enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not enabled,
+    )
+
+
+# ---------------------------------------------------------------- local
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """Workers fork from a fork server that has imported the run driver once (and never run torch ops),
+    so each new pool starts in well under a second instead of re-importing torch per worker."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["conceptlab.experiments.runner", "conceptlab.experiments.executors"])
+    return context
+
+
+class LocalExecutor:
+    """A process pool on this machine (default size: the CPU cores).
+
+    If a worker dies, the pool stops its other workers too: the runs in flight are recorded as failed
+    (a rerun resumes them) and the runs not yet started continue in a fresh pool.
+    """
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None, threads: int | None = None):
+        cores = os.cpu_count() or 1
+        self.workers = workers or cores
+        self.threads = threads or max(1, cores // self.workers)
+
+    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None) -> list[RunOutcome]:
+        console = console or Console()
+        if not tasks:
+            return []
+        self._prepare_probes(tasks, progress)
+        outcomes: dict[str, RunOutcome] = {}
+        todo = list(tasks)
+        with _progress(console, progress) as bar:
+            job = bar.add_task("sweep (local)", total=len(tasks), info="")
+            while todo:
+                todo = self._one_pool(todo, outcomes, bar, job)
+        return [outcomes[t.run_id] for t in tasks]
+
+    def _one_pool(self, todo: list[RunTask], outcomes: dict[str, RunOutcome], bar: Progress, job) -> list[RunTask]:
+        """Run tasks in a fresh pool; if a worker dies, return the tasks that never started (to run again)."""
+        for task in todo:
+            write_status(task.run_dir, "queued", error=None)
+        context = _pool_context()
+        workers = min(self.workers, len(todo))
+        broken = False
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {pool.submit(execute_run, str(t.run_dir), self.threads): t for t in todo}
+            for future in cf.as_completed(futures):
+                task = futures[future]
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    broken = True
+                    continue
+                except Exception as err:  # pickling or pool errors: recorded against the run
+                    outcome = RunOutcome(task.run_id, "failed", _last_line(err))
+                    write_status(task.run_dir, "failed", error=outcome.error)
+                outcomes[task.run_id] = outcome
+                self._tick(bar, job, outcomes)
+        if not broken:
+            return []
+        retry = []
+        for task in todo:
+            if task.run_id in outcomes:
+                continue
+            state = read_status(task.run_dir).get("state")
+            if state == "queued":  # never started: run it in a fresh pool
+                retry.append(task)
+                continue
+            error = "worker process died mid-run (killed?); rerun the sweep to resume it"
+            write_status(task.run_dir, "failed", error=error)
+            outcomes[task.run_id] = RunOutcome(task.run_id, "failed", error)
+            self._tick(bar, job, outcomes)
+        if len(retry) == len(todo):  # the pool broke before any run started: do not loop forever
+            for task in retry:
+                error = "the worker pool broke before this run started"
+                write_status(task.run_dir, "failed", error=error)
+                outcomes[task.run_id] = RunOutcome(task.run_id, "failed", error)
+            return []
+        return retry
+
+    @staticmethod
+    def _tick(bar: Progress, job, outcomes: dict[str, RunOutcome]) -> None:
+        failed = sum(o.state == "failed" for o in outcomes.values())
+        bar.update(job, completed=len(outcomes), info=f"{len(outcomes) - failed} done, {failed} failed")
+
+    @staticmethod
+    def _prepare_probes(tasks: list[RunTask], progress: bool) -> None:
+        """Train each distinct concept probe once, before the workers start (they then all load it)."""
+        from conceptlab.probes.concept_classifier import load_or_train_probe
+
+        seen = set()
+        for task in tasks:
+            cfg = task.config
+            key = (cfg.eval.probe.model_dump_json(), tuple(cfg.data.concepts), cfg.data.image_size)
+            if key not in seen:
+                seen.add(key)
+                load_or_train_probe(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size, progress=progress)
+
+
+# ---------------------------------------------------------------- SLURM
+
+
+class _SlurmTask(submitit.helpers.Checkpointable):
+    """The submitit callable: runs one folder; on timeout / pre-emption it is requeued and resumes from disk."""
+
+    def __call__(self, run_dir: str, threads: int | None) -> RunOutcome:
+        def terminated(signum, frame) -> None:  # requeue / pre-emption / scancel: stop now, state is on disk
+            write_status(Path(run_dir), "queued", error="terminated by SLURM (requeue, pre-emption or cancel)")
+            os._exit(128 + signum)
+
+        signal.signal(signal.SIGTERM, terminated)
+        return execute_run(run_dir, threads)
+
+    def checkpoint(self, run_dir: str, threads: int | None) -> submitit.helpers.DelayedSubmission:
+        write_status(Path(run_dir), "queued", error="requeued (timeout or pre-emption); resumes from its last state")
+        return submitit.helpers.DelayedSubmission(_SlurmTask(), run_dir, threads)
+
+
+def slurm_reachable() -> tuple[bool, str]:
+    """(True, "") when `sinfo` answers; else (False, why)."""
+    for tool in ("sbatch", "sinfo", "squeue", "srun"):
+        if shutil.which(tool) is None:
+            return False, f"`{tool}` not found on PATH"
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=15)
+    except subprocess.TimeoutExpired:
+        return False, "sinfo did not answer within 15 s"
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        return False, f"sinfo failed: {lines[-1] if lines else proc.returncode}"
+    if not proc.stdout.strip():
+        return False, "sinfo lists no nodes"
+    return True, ""
+
+
+class SlurmExecutor:
+    """One submitit job array per sweep (array parallelism, time, partition, GPUs from the spec)."""
+
+    name = "slurm"
+
+    def __init__(self, folder: Path, options=None, wait: bool = True, poll_s: float = 2.0):
+        from conceptlab.experiments.sweep import SlurmOptions
+
+        self.options = options or SlurmOptions()
+        self.folder = Path(folder)
+        self.wait = wait
+        self.poll_s = poll_s
+        ok, why = slurm_reachable()
+        if not ok:
+            raise ExecutorError(f"slurm executor: SLURM is not reachable ({why})")
+
+    def submit(self, tasks: list[RunTask]) -> list[submitit.Job]:
+        o = self.options
+        executor = submitit.SlurmExecutor(folder=self.folder / "%j", max_num_timeout=o.max_requeue)
+        params = dict(
+            job_name="conceptlab",
+            time=o.time_min,
+            cpus_per_task=o.cpus_per_task,
+            mem=f"{max(1, round(o.mem_gb * 1024))}MB",
+            array_parallelism=o.array_parallelism,
+            signal_delay_s=o.signal_delay_s,
+            setup=list(o.setup),
+        )
+        params.update({k: v for k, v in (("partition", o.partition), ("account", o.account), ("qos", o.qos)) if v})
+        if o.gpus_per_task:
+            params["gpus_per_task"] = o.gpus_per_task
+        executor.update_parameters(**params)
+        for task in tasks:
+            write_status(task.run_dir, "queued", error=None)
+        threads = [o.cpus_per_task] * len(tasks)
+        jobs = executor.map_array(_SlurmTask(), [str(t.run_dir) for t in tasks], threads)
+        for task, job in zip(tasks, jobs):
+            write_status(task.run_dir, "queued", slurm_job=str(job.job_id))
+        return jobs
+
+    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None) -> list[RunOutcome]:
+        console = console or Console()
+        if not tasks:
+            return []
+        try:
+            jobs = self.submit(tasks)
+        except (OSError, ValueError, RuntimeError, subprocess.SubprocessError) as err:
+            raise ExecutorError(f"slurm executor: submission failed: {_last_line(err)}") from None
+        console.print(f"submitted {len(jobs)} SLURM task(s) as job array {str(jobs[0].job_id).split('_')[0]}")
+        if not self.wait:
+            return [RunOutcome(t.run_id, "queued") for t in tasks]
+        return self.wait_for(tasks, jobs, progress, console)
+
+    def wait_for(self, tasks: list[RunTask], jobs: list, progress: bool, console: Console) -> list[RunOutcome]:
+        """Poll status files and squeue until every task is done, failed, or gone from the queue."""
+        outcomes: dict[str, RunOutcome] = {}
+        absent: dict[str, int] = {}  # consecutive polls a task was missing from squeue (requeues pass through)
+        with _progress(console, progress) as bar:
+            job_bar = bar.add_task("sweep (slurm)", total=len(tasks), info="")
+            while len(outcomes) < len(tasks):
+                queued = squeue_ids([str(j.job_id).split("_")[0] for j in jobs])
+                for task, job in zip(tasks, jobs):
+                    if task.run_id in outcomes:
+                        continue
+                    job_id = str(job.job_id)
+                    absent[job_id] = absent.get(job_id, 0) + 1 if queued is not None and job_id not in queued else 0
+                    outcome = self._finished(task, job_id, queued if absent[job_id] >= 3 else None)
+                    if outcome is not None:
+                        outcomes[task.run_id] = outcome
+                failed = sum(o.state == "failed" for o in outcomes.values())
+                bar.update(job_bar, completed=len(outcomes), info=f"{len(outcomes) - failed} done, {failed} failed")
+                if len(outcomes) < len(tasks):
+                    time.sleep(self.poll_s)
+        return [outcomes[t.run_id] for t in tasks]
+
+    @staticmethod
+    def _finished(task: RunTask, job_id: str, queued: set[str] | None) -> RunOutcome | None:
+        status = read_status(task.run_dir)
+        if status.get("state") == "done" and (task.run_dir / "summary.json").is_file():
+            return RunOutcome(task.run_id, "done")
+        if status.get("state") == "failed":
+            return RunOutcome(task.run_id, "failed", status.get("error"))
+        if queued is None or job_id in queued:
+            return None
+        status = read_status(task.run_dir)  # it left the queue: read once more (it may have just finished)
+        if (task.run_dir / "summary.json").is_file():
+            return RunOutcome(task.run_id, "done")
+        if status.get("state") == "failed":
+            return RunOutcome(task.run_id, "failed", status.get("error"))
+        error = f"SLURM task {job_id} ended without finishing (cancelled or killed); rerun the sweep to resume it"
+        write_status(task.run_dir, "failed", error=error)
+        return RunOutcome(task.run_id, "failed", error)
+
+
+def squeue_ids(array_ids: list[str]) -> set[str] | None:
+    """Ids (`ARRAY_TASK` form) of these arrays' tasks still pending or running; None if squeue fails."""
+    ids = sorted(set(array_ids))
+    try:
+        proc = subprocess.run(
+            ["squeue", "-h", "-r", "-o", "%i", "-j", ",".join(ids)], capture_output=True, text=True, timeout=30
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        if "Invalid job id" in proc.stderr:
+            return set()
+        return None
+    return {line.strip() for line in proc.stdout.splitlines() if line.strip()}
+
+
+def make_executor(kind: str, sweep_root: Path, options=None, workers: int | None = None, wait: bool = True) -> Executor:
+    """The executor named `kind` configured from the spec's executor options (and CLI overrides)."""
+    from conceptlab.experiments.sweep import ExecutorOptions
+
+    options = options or ExecutorOptions()
+    if kind == "local":
+        return LocalExecutor(workers or options.workers, options.threads)
+    if kind == "slurm":
+        return SlurmExecutor(Path(sweep_root) / ".submitit", options.slurm, wait=wait)
+    raise ExecutorError(f"unknown executor {kind!r}; choose local or slurm")

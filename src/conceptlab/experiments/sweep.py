@@ -1,0 +1,384 @@
+"""Sweep specs: expand a YAML sweep (base config + axes) into a manifest of runs with stable ids.
+
+A sweep spec is YAML (shipped ones live in `conceptlab/experiments/sweeps/`):
+
+    description: "..."
+    base: concept-signal-color-first-tiny    # preset name or YAML file (relative to the spec)
+    overrides:                               # applied to every run: mapping or list of key=value
+      train.steps: 400
+    axes:
+      grid:                                  # every combination of these lists
+        data.color_separation: [0.3, 0.5, 0.7]
+      zip:                                   # groups of equal-length lists that advance together
+        - {data.size_separation: [0.1, 0.2], model.dropout: [0.0, 0.1]}
+      seeds: [0, 1, 2]                       # data_seed = train_seed = each value
+      # seeds: {data_seed: [0, 1], train_seed: [0, 1, 2]}   # separate seeds, crossed
+    executor:
+      kind: local                            # local | slurm
+      workers: null                          # local: processes (default: CPU cores)
+      slurm: {partition: null, time_min: 60, gpus_per_task: 0, cpus_per_task: 2, mem_gb: 4, array_parallelism: 64}
+
+Every run is the base config plus the spec's overrides, the command line's overrides and
+one value per axis. Its id is the hash of its resolved config (`runs_dir` and `name` left
+out), so the same run has the same id in every sweep and on every machine. Each run lives
+in `<sweep_root>/<run_id>/`; `<sweep_root>/manifest.json` lists them with their axis values.
+Rerunning a sweep skips runs that are complete (summary.json written) and resumes the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from conceptlab.experiments.config import RunConfig, config_hash
+from conceptlab.experiments.loading import (
+    ConfigError,
+    config_to_yaml,
+    load_config,
+    validate,
+)
+from conceptlab.store.files import read_json, write_json, write_text
+
+MANIFEST = "manifest.json"
+SPEC_COPY = "sweep.yaml"
+SEED_KEYS = {"data_seed": "data.data_seed", "train_seed": "train.train_seed"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SlurmOptions(_Strict):
+    """Options of the `slurm` executor (submitit job arrays)."""
+
+    partition: str | None = None
+    time_min: int = Field(60, ge=1, description="wall-time limit per task; on timeout the task is requeued")
+    gpus_per_task: int = Field(0, ge=0)
+    cpus_per_task: int = Field(1, ge=1)
+    mem_gb: float = Field(2.0, gt=0)
+    array_parallelism: int = Field(64, ge=1, description="tasks of the array running at once")
+    max_requeue: int = Field(3, ge=0, description="requeues after timeout / preemption")
+    signal_delay_s: int = Field(60, ge=1, description="seconds between the warning signal and the kill")
+    account: str | None = None
+    qos: str | None = None
+    setup: list[str] = Field(default_factory=list, description="shell lines run before each task")
+
+
+class ExecutorOptions(_Strict):
+    """Which executor runs the sweep and how."""
+
+    kind: Literal["local", "slurm"] = "local"
+    workers: int | None = Field(None, ge=1, description="local: worker processes (default: CPU cores)")
+    threads: int | None = Field(None, ge=1, description="torch threads per run (default: cores // workers)")
+    slurm: SlurmOptions = Field(default_factory=SlurmOptions)
+
+
+class SweepSpec(_Strict):
+    """A parsed sweep spec (before expansion)."""
+
+    name: str
+    description: str = ""
+    base: str
+    overrides: list[str] = Field(default_factory=list)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    zip: list[dict[str, list[Any]]] = Field(default_factory=list)
+    seeds: dict[str, list[int]] = Field(default_factory=dict)
+    executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
+    root: str | None = None
+
+
+@dataclass
+class SweepRun:
+    """One run of a sweep: its stable id, the axis values that make it, its resolved config."""
+
+    run_id: str
+    values: dict[str, Any]
+    config: RunConfig
+
+    def directory(self, root: Path) -> Path:
+        return Path(root) / self.run_id
+
+
+@dataclass
+class Sweep:
+    """An expanded sweep: the spec, where it lives and its runs (in manifest order)."""
+
+    spec: SweepSpec
+    root: Path
+    runs: list[SweepRun] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def axes(self) -> list[str]:
+        return list(self.runs[0].values) if self.runs else []
+
+
+def sweep_names() -> list[str]:
+    folder = resources.files("conceptlab.experiments") / "sweeps"
+    return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _spec_text(source: str) -> tuple[str, str, Path | None]:
+    """(name, YAML text, folder relative paths resolve from) for a shipped sweep name or a YAML path."""
+    path = Path(source)
+    if path.is_dir() and (path / SPEC_COPY).is_file():
+        path = path / SPEC_COPY
+    if path.is_file():
+        return path.stem if path.name != SPEC_COPY else path.parent.name, path.read_text(), path.parent
+    if source.endswith((".yaml", ".yml")):
+        raise ConfigError(f"sweep spec file {source!r} does not exist")
+    if source not in sweep_names():
+        raise ConfigError(f"unknown sweep {source!r}; available: {', '.join(sweep_names())} (or a YAML file)")
+    text = (resources.files("conceptlab.experiments") / "sweeps" / f"{source}.yaml").read_text()
+    return source, text, None
+
+
+def _as_overrides(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [f"{k}={json.dumps(v)}" for k, v in value.items()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(f"{where}: overrides must be a mapping of key: value or a list of key=value strings")
+
+
+def parse_spec(source: str) -> SweepSpec:
+    """Read a sweep spec (shipped name, YAML file, or a sweep folder holding sweep.yaml)."""
+    name, text, folder = _spec_text(source)
+    where = f"sweep {name}"
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{where}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+    data = dict(data)
+    if "base" not in data:
+        raise ConfigError(f"{where}: missing 'base' (a preset name or config YAML)")
+    base = str(data["base"])
+    if folder is not None and base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
+        base = str(folder / base)
+    axes = data.pop("axes", None) or {}
+    if not isinstance(axes, dict):
+        raise ConfigError(f"{where}: 'axes' must be a mapping with grid / zip / seeds")
+    unknown = set(axes) - {"grid", "zip", "seeds"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown axes section {sorted(unknown)[0]!r}; allowed: grid, zip, seeds")
+    seeds = axes.get("seeds")
+    if isinstance(seeds, list):
+        seeds = {"together": seeds}
+    elif isinstance(seeds, dict):
+        bad = set(seeds) - set(SEED_KEYS)
+        if bad:
+            raise ConfigError(f"{where}: seeds axis key {sorted(bad)[0]!r} unknown; allowed: data_seed, train_seed")
+    elif seeds is not None:
+        raise ConfigError(f"{where}: 'seeds' must be a list (both seeds) or a mapping data_seed/train_seed → list")
+    zipped = axes.get("zip") or []
+    if isinstance(zipped, dict):
+        zipped = [zipped]
+    name = str(data.pop("name", None) or name)
+    where = f"sweep {name}"
+    fields = {
+        "name": name,
+        "description": str(data.pop("description", "") or ""),
+        "base": base,
+        "overrides": _as_overrides(data.pop("overrides", None), where),
+        "grid": axes.get("grid") or {},
+        "zip": zipped,
+        "seeds": seeds or {},
+        "executor": data.pop("executor", None) or {},
+        "root": data.pop("root", None),
+    }
+    data.pop("base")
+    if data:
+        raise ConfigError(
+            f"{where}: unknown key {sorted(data)[0]!r}; allowed: name, description, base, overrides, axes, executor, root"
+        )
+    try:
+        return SweepSpec.model_validate(fields)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{where}: bad value at {loc}: {first['msg']}") from None
+
+
+def _axis_columns(spec: SweepSpec) -> list[tuple[list[str], list[tuple[Any, ...]]]]:
+    """Each axis as (keys, list of value tuples); axes are crossed, a zip group's keys advance together."""
+    where = f"sweep {spec.name}"
+    axes: list[tuple[list[str], list[tuple[Any, ...]]]] = []
+    for key, values in spec.grid.items():
+        if not values:
+            raise ConfigError(f"{where}: axis {key!r} is empty")
+        axes.append(([key], [(v,) for v in values]))
+    for group in spec.zip:
+        if not group:
+            raise ConfigError(f"{where}: a zip group is empty")
+        lengths = {k: len(v) for k, v in group.items()}
+        for key, n in lengths.items():
+            if n == 0:
+                raise ConfigError(f"{where}: axis {key!r} is empty")
+        if len(set(lengths.values())) > 1:
+            raise ConfigError(f"{where}: zip group lists differ in length: {lengths}")
+        keys = list(group)
+        axes.append((keys, list(zip(*(group[k] for k in keys)))))
+    for name, values in spec.seeds.items():
+        if not values:
+            raise ConfigError(f"{where}: axis 'seeds' is empty" if name == "together" else f"{where}: axis {name!r} is empty")
+        keys = list(SEED_KEYS.values()) if name == "together" else [SEED_KEYS[name]]
+        axes.append((keys, [tuple([v] * len(keys)) for v in values]))
+    seen: set[str] = set()
+    for keys, _ in axes:
+        for key in keys:
+            if key in seen:
+                raise ConfigError(f"{where}: key {key!r} is set by two axes")
+            seen.add(key)
+    return axes
+
+
+def run_id(cfg: RunConfig) -> str:
+    """Stable id of a run: the hash of its resolved config, without where it is stored or what it is called."""
+    return config_hash(cfg.model_dump(mode="json", exclude={"runs_dir", "name"}))
+
+
+def expand(source: str, overrides: list[str] | None = None, root: Path | None = None) -> Sweep:
+    """Expand a sweep spec into its runs (validated configs with stable ids); writes nothing."""
+    spec = parse_spec(source)
+    where = f"sweep {spec.name}"
+    overrides = list(overrides or [])
+    axes = _axis_columns(spec)
+    axis_keys = {k for keys, _ in axes for k in keys}
+    for text in overrides:
+        key = text.split("=", 1)[0].strip()
+        if key in axis_keys:
+            raise ConfigError(f"{where}: override {text!r} sets {key!r}, which the sweep varies (change the axis instead)")
+    try:
+        base_cfg = load_config(spec.base, spec.overrides + overrides)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: base: {err}") from None
+    base = base_cfg.model_dump(mode="json")
+    for keys, values in axes:  # name the axis whose key is unknown, before any combination
+        try:
+            _with_values(base, dict(zip(keys, values[0])))
+        except ConfigError as err:
+            label = "seeds" if set(keys) <= set(SEED_KEYS.values()) else ", ".join(keys)
+            raise ConfigError(f"{where}: axis {label}: {err}") from None
+    here = Path(source) if Path(source).is_dir() else None  # rerunning from a sweep folder: it is the root
+    sweep_root = Path(root or spec.root or here or Path(base_cfg.runs_dir) / spec.name)
+    runs: list[SweepRun] = []
+    ids: dict[str, dict[str, Any]] = {}
+    for combo in itertools.product(*(values for _, values in axes)):
+        values = {k: v for (keys, _), vals in zip(axes, combo) for k, v in zip(keys, vals)}
+        try:
+            cfg = _with_values(base, values)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: run {values}: {err}") from None
+        cfg.name = spec.name
+        cfg.runs_dir = str(sweep_root)
+        rid = run_id(cfg)
+        if rid in ids:
+            raise ConfigError(f"{where}: runs {ids[rid]} and {values} resolve to the same config")
+        ids[rid] = values
+        runs.append(SweepRun(rid, values, cfg))
+    return Sweep(spec=spec, root=sweep_root, runs=runs, source=source)
+
+
+def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
+    data = json.loads(json.dumps(base))
+    for key, value in values.items():
+        parts = key.split(".")
+        node = data
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(f"cannot set {key}: {'.'.join(parts[: depth + 1])} is a value, not a section")
+            node = child
+        node[parts[-1]] = value
+    return validate(data)
+
+
+def write_manifest(sweep: Sweep) -> Path:
+    """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new."""
+    sweep.root.mkdir(parents=True, exist_ok=True)
+    _, text, _ = _spec_text(sweep.source) if sweep.source else ("", "", None)
+    if text and not (Path(sweep.source).is_dir() or Path(sweep.source).name == SPEC_COPY):
+        named = text if any(line.startswith("name:") for line in text.splitlines()) else f"name: {sweep.spec.name}\n{text}"
+        write_text(sweep.root / SPEC_COPY, named)
+    manifest = {
+        "sweep": sweep.spec.name,
+        "description": sweep.spec.description,
+        "base": sweep.spec.base,
+        "overrides": sweep.spec.overrides,
+        "axes": sweep.axes,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "runs": [{"run_id": r.run_id, "values": r.values} for r in sweep.runs],
+    }
+    for run in sweep.runs:
+        folder = run.directory(sweep.root)
+        if not (folder / "config.yaml").is_file():
+            write_text(folder / "config.yaml", config_to_yaml(run.config))
+    return write_json(sweep.root / MANIFEST, manifest)
+
+
+def read_manifest(root: Path) -> dict[str, Any]:
+    path = Path(root) / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"{root} is not a sweep folder (no {MANIFEST})")
+    return read_json(path)
+
+
+def is_complete(run_dir: Path) -> bool:
+    """A run is complete once its summary.json is written (the run driver writes it last)."""
+    return (Path(run_dir) / "summary.json").is_file()
+
+
+def pending_runs(sweep: Sweep) -> list[SweepRun]:
+    """The sweep's runs that are not complete: what a (re)run has to do."""
+    return [r for r in sweep.runs if not is_complete(r.directory(sweep.root))]
+
+
+def sweep_root_of(target: str) -> Path:
+    """The sweep folder for a sweep folder path, a spec file or a shipped sweep name."""
+    path = Path(target)
+    if path.is_dir() and (path / MANIFEST).is_file():
+        return path
+    return expand(target).root
+
+
+def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> dict[str, Any]:
+    """Write the manifest, run every incomplete run with `executor`; returns counts and the failures."""
+    from conceptlab.experiments.executors import RunTask
+
+    write_manifest(sweep)
+    todo = pending_runs(sweep)
+    tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
+    outcomes = executor.run(tasks, progress=progress, console=console)
+    return {
+        "runs": len(sweep.runs),
+        "skipped": len(sweep.runs) - len(todo),
+        "done": sum(o.state == "done" for o in outcomes),
+        "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
+        "queued": sum(o.state == "queued" for o in outcomes),
+    }
+
+
+def sweep_status(root: Path) -> list[dict[str, Any]]:
+    """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), last error."""
+    from conceptlab.experiments.executors import run_state
+
+    manifest = read_manifest(root)
+    rows = []
+    for entry in manifest["runs"]:
+        state, error = run_state(Path(root) / entry["run_id"])
+        rows.append({"run_id": entry["run_id"], **entry["values"], "state": state, "error": error})
+    return rows

@@ -1,0 +1,60 @@
+"""Sweep figures: learning time per concept vs the swept key and vs concept signal, seeds as points, mean ± sd.
+
+Every function takes tables (from `analysis.concept_signal`) and returns a matplotlib Figure; saving is the caller's job.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+_AXIS_LABELS = {"data.color_separation": "color separation Δc", "data.size_separation": "size separation Δs"}
+
+
+def plot_learning_time_vs_signal(runs: pd.DataFrame, summary: pd.DataFrame, axis: str = "data.color_separation") -> Figure:
+    """Left: learning time vs the swept value per concept (mean ± sd, seeds as dots; ▲ at the top = not learned).
+    Right: learning time vs concept signal, every run and concept."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    concepts = sorted(runs["concept"].unique())
+    colors = {c: plt.get_cmap("tab10")(i) for i, c in enumerate(concepts)}
+    learned_max = runs["learning_time"].max()
+    ceiling = (learned_max if np.isfinite(learned_max) else 1.0) * 1.12
+    for concept in concepts:
+        color = colors[concept]
+        rows = runs[runs["concept"] == concept]
+        stats = summary[summary["concept"] == concept].sort_values("axis_value")
+        have = stats[stats["n_learned"] > 0]
+        left.errorbar(have["axis_value"], have["learning_time_mean"], yerr=have["learning_time_std"], color=color,
+                      marker="o", lw=2, capsize=4, label=f"{concept} (mean ± sd)")
+        jitter = (np.random.default_rng(0).random(len(rows)) - 0.5) * 0.01
+        learned = rows["learning_time"].notna().to_numpy()
+        left.scatter(rows["axis_value"].to_numpy()[learned] + jitter[learned], rows["learning_time"][learned],
+                     color=color, alpha=0.45, s=16)
+        if (~learned).any():
+            left.scatter(rows["axis_value"].to_numpy()[~learned] + jitter[~learned], [ceiling] * int((~learned).sum()),
+                         color=color, marker="^", alpha=0.6, s=28)
+        right.scatter(rows["concept_signal"][learned], rows["learning_time"][learned], color=color, s=22, label=concept)
+        if (~learned).any():
+            right.scatter(rows["concept_signal"][~learned], [ceiling] * int((~learned).sum()), color=color,
+                          marker="^", s=28, alpha=0.6)
+    censored = bool(runs["learning_time"].isna().any())
+    if censored:
+        left.axhline(ceiling, color="grey", lw=0.6, ls=":")
+    left.set_xlabel(_AXIS_LABELS.get(axis, axis))
+    left.set_ylabel("learning time (step)")
+    left.set_title("learning time across the sweep (seeds)")
+    left.legend(fontsize=8)
+    if censored:
+        right.axhline(ceiling, color="grey", lw=0.6, ls=":")
+    right.set_xlabel("concept signal")
+    right.set_ylabel("learning time (step)")
+    right.set_title("larger concept signal → learned earlier")
+    right.legend(fontsize=8, title="▲ = not learned" if censored else None, title_fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,52 @@
+"""Sweep analysis: learning time per concept vs the swept key and concept signal, mean ± sd over seeds."""
+
+import math
+
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from conceptlab.analysis.concept_signal import (
+    learning_time_by_axis,
+    learning_time_table,
+    signal_rank_agreement,
+)
+from conceptlab.report.sweep_figures import plot_learning_time_vs_signal
+
+
+def _tables():
+    runs, times = [], []
+    for dc, color_times in [(0.2, [None, None]), (0.5, [300, 340]), (0.8, [100, 140])]:
+        for seed, t in enumerate(color_times):
+            run_id = f"r{dc}-{seed}"
+            runs.append({"run_id": run_id, "data_color_separation": dc, "data_data_seed": seed,
+                         "train_train_seed": seed, "concept_signal_color": 20 * dc, "concept_signal_size": 6.0})
+            times += [{"run_id": run_id, "split": "train", "concept": "color", "learning_time": t},
+                      {"run_id": run_id, "split": "train", "concept": "size", "learning_time": 250.0},
+                      {"run_id": run_id, "split": "held_out", "concept": "color", "learning_time": 999.0}]
+    return pd.DataFrame(runs), pd.DataFrame(times).astype({"learning_time": float})
+
+
+def test_mean_and_spread_over_seeds_per_color_separation():
+    runs, times = _tables()
+    long = learning_time_table(runs, times, "data.color_separation", "train")
+    assert len(long) == 6 * 2 and set(long["concept"]) == {"color", "size"}
+    summary = learning_time_by_axis(long).set_index(["axis_value", "concept"])
+    assert summary.loc[(0.5, "color"), "learning_time_mean"] == 320
+    assert summary.loc[(0.5, "color"), "learning_time_std"] == pytest.approx(math.sqrt(800))
+    assert summary.loc[(0.8, "color"), "learning_time_mean"] == 120
+    assert summary.loc[(0.2, "color"), "n_learned"] == 0 and math.isnan(summary.loc[(0.2, "color"), "learning_time_mean"])
+    assert summary.loc[(0.8, "color"), "concept_signal_mean"] == pytest.approx(16.0)
+    # Larger signal first: agrees at Δc 0.8 (color 16 > 6, learned first) and 0.2 (size 6 > 4, color never
+    # learned); disagrees at 0.5 (color 10 > 6 but learned after size): 4 of 6 runs agree.
+    assert signal_rank_agreement(long) == (4, 6)
+    fig = plot_learning_time_vs_signal(long, learning_time_by_axis(long))
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+
+
+def test_missing_axis_or_split_is_a_clear_error():
+    runs, times = _tables()
+    with pytest.raises(ValueError, match="no column 'data_size_separation'"):
+        learning_time_table(runs, times, "data.size_separation")
+    with pytest.raises(ValueError, match="no learning times for split 'test'"):
+        learning_time_table(runs, times, split="test")

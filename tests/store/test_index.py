@@ -1,0 +1,133 @@
+"""The results store: SQL over a toy store, flattened config columns, and concurrent writers never losing a row."""
+
+import multiprocessing
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent))
+from toy_runs import write_toy_run  # noqa: E402
+
+from conceptlab.cli import app  # noqa: E402
+from conceptlab.store.index import StoreError, open_store  # noqa: E402
+
+STEPS = [100, 200, 300, 400, 500, 600, 700, 800, 900]
+ROWS_PER_STEP = 4 * 2  # classes × concepts
+
+
+@pytest.fixture
+def toy_store(tmp_path):
+    for i, dc in enumerate([0.2, 0.5, 0.8]):
+        for seed in (0, 1, 2):
+            write_toy_run(tmp_path / "sweep", f"run-{i}-{seed}", dc, seed, STEPS)
+    write_toy_run(tmp_path, "0001-unfinished", 0.3, 0, STEPS[:2], finished=False)
+    return tmp_path
+
+
+def test_runs_table_has_flattened_config_and_summary_columns(toy_store):
+    with open_store(toy_store) as store:
+        runs = store.runs()
+    assert len(runs) == 10
+    assert list(runs["run_id"])[:2] == ["0001-unfinished", "sweep/run-0-0"]
+    done = runs[runs["status"] == "done"]
+    assert len(done) == 9 and set(runs["status"]) == {"done", "incomplete"}
+    for column in ["data_color_separation", "data_data_seed", "train_train_seed", "model_widths",
+                   "concept_signal_color", "learning_time_train_color", "final_step"]:
+        assert column in runs.columns, column
+    row = runs.set_index("run_id").loc["sweep/run-2-1"]
+    assert row["data_color_separation"] == 0.8 and row["train_train_seed"] == 1
+    assert row["learning_time_train_color"] == 200 and row["concept_signal_color"] == pytest.approx(16.0)
+
+
+def test_one_sql_query_answers_learning_time_per_color_separation(toy_store):
+    sql = """
+        SELECT r.data_color_separation AS dc, avg(l.learning_time) AS mean_lt, count(*) AS seeds
+        FROM learning_times l JOIN runs r USING (run_id)
+        WHERE l.concept = 'color' AND l.split = 'train'
+        GROUP BY dc ORDER BY dc
+    """
+    with open_store(toy_store) as store:
+        table = store.query(sql)
+        assert table.to_dict("list") == {"dc": [0.2, 0.5, 0.8], "mean_lt": [800.0, 500.0, 200.0], "seeds": [3, 3, 3]}
+        counts = store.query("SELECT run_id, count(*) AS n FROM concept_space GROUP BY run_id")
+        assert len(counts) == 9 and set(counts["n"]) == {len(STEPS) * ROWS_PER_STEP}
+        # eval_steps also covers the unfinished run
+        n = store.query("SELECT count(*) AS n FROM eval_steps WHERE run_id = '0001-unfinished'")["n"][0]
+        assert n == 2 * ROWS_PER_STEP
+        assert store.query("SELECT count(*) AS n FROM eval_steps")["n"][0] == (9 * len(STEPS) + 2) * ROWS_PER_STEP
+        with pytest.raises(StoreError, match="query failed"):
+            store.query("SELECT nope FROM runs")
+
+
+def test_cli_runs_ls_and_query(toy_store):
+    result = CliRunner().invoke(app, ["runs", "ls", str(toy_store)])
+    assert result.exit_code == 0, result.output
+    assert "sweep/run-1-2" in result.output and "10 runs" in result.output
+    result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store), "--csv",
+                                      "SELECT count(DISTINCT run_id) AS n FROM concept_space"])
+    assert result.exit_code == 0 and result.output.split() == ["n", "9"]
+    result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store), "SELEC 1"])
+    assert result.exit_code == 2 and result.output.startswith("error: query failed")
+    result = CliRunner().invoke(app, ["runs", "ls", str(toy_store / "missing")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_empty_root_and_saved_index(tmp_path, toy_store):
+    (tmp_path / "empty").mkdir()
+    with open_store(tmp_path / "empty") as store:
+        assert store.runs().empty and store.query("SELECT count(*) AS n FROM concept_space")["n"][0] == 0
+    import duckdb
+
+    with open_store(toy_store) as store:
+        path = store.save(tmp_path / "index.duckdb")
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 10
+    assert con.execute("SELECT count(*) FROM concept_space").fetchone()[0] == 9 * len(STEPS) * ROWS_PER_STEP
+
+
+def _writer(root: str, worker: int, runs: int) -> None:
+    for k in range(runs):
+        write_toy_run(Path(root), f"w{worker:02d}-{k:02d}", 0.1 * (k % 9 + 1), worker, STEPS)
+        # A redone run (as after a killed worker) rewrites the same files: still one copy of each row.
+        write_toy_run(Path(root), "shared", 0.5, 0, STEPS)
+
+
+def test_concurrent_writers_lose_and_duplicate_no_row(tmp_path):
+    workers, runs = 6, 3
+    context = multiprocessing.get_context("fork")
+    procs = [context.Process(target=_writer, args=(str(tmp_path), w, runs)) for w in range(workers)]
+    for p in procs:
+        p.start()
+    snapshots = 0
+    while any(p.is_alive() for p in procs):  # readers during the writes see only whole runs
+        with open_store(tmp_path) as store:
+            per_run = store.query("SELECT run_id, count(*) AS n FROM concept_space GROUP BY run_id")
+            assert set(per_run["n"]) <= {len(STEPS) * ROWS_PER_STEP}
+            eval_rows = store.query("SELECT run_id, step, class, concept, count(*) AS n FROM eval_steps "
+                                    "GROUP BY ALL HAVING n > 1")
+            assert eval_rows.empty
+        snapshots += 1
+    assert all(p.exitcode == 0 for p in procs)
+    with open_store(tmp_path) as store:
+        runs_table = store.runs()
+        assert len(runs_table) == workers * runs + 1 and set(runs_table["status"]) == {"done"}
+        total = store.query("SELECT count(*) AS n FROM concept_space")["n"][0]
+        assert total == (workers * runs + 1) * len(STEPS) * ROWS_PER_STEP
+        dupes = store.query("SELECT run_id, step, class, concept FROM concept_space GROUP BY ALL HAVING count(*) > 1")
+        assert dupes.empty
+        assert store.query("SELECT count(*) AS n FROM learning_times")["n"][0] == (workers * runs + 1) * 4
+    assert snapshots >= 1
+
+
+def test_sweep_report_prints_the_table_and_saves_the_figure(toy_store, tmp_path):
+    sweep = toy_store / "sweep"
+    (sweep / "manifest.json").write_text('{"sweep": "toy", "runs": []}')
+    figure = tmp_path / "fig.png"
+    result = CliRunner().invoke(app, ["sweep-report", str(sweep), "--figure", str(figure)])
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.output.splitlines()]
+    assert ["0.2", "color", "4.00", "800", "±", "0", "3/3"] in lines
+    assert ["0.8", "color", "16.00", "200", "±", "0", "3/3"] in lines
+    assert figure.is_file() and figure.stat().st_size > 10_000

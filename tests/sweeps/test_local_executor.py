@@ -1,0 +1,53 @@
+"""The local executor end to end: a micro sweep in a process pool, a worker killed mid-run, a rerun that completes it."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conceptlab.cli import app
+from conceptlab.experiments.executors import read_status
+from conceptlab.store.index import open_store
+
+CHECKPOINTS, CLASSES, CONCEPTS = 3, 4, 2
+
+
+@pytest.mark.slow
+def test_killed_worker_fails_only_its_runs_and_a_rerun_completes_without_duplicates(local_sweep):
+    sweep, first, second = local_sweep["sweep"], local_sweep["first"], local_sweep["second"]
+    victim = local_sweep["victim"]
+    assert local_sweep["killed"], "the worker was never killed mid-run"
+    # First pass: the killed run is recorded as failed with the reason; the sweep itself carried on.
+    assert victim.name in first["failed"] and "worker process died" in first["failed"][victim.name]
+    assert first["done"] + len(first["failed"]) == 2
+    state, error = local_sweep["states_after_kill"][victim.name]
+    assert state == "failed" and "worker process died" in error
+    # Rerun: only the unfinished runs run again, and they resume from their saved state.
+    assert second["skipped"] == first["done"] and second["done"] == 2 - first["done"] and not second["failed"]
+    assert "resuming training from step" in (victim / "run.log").read_text()
+    assert read_status(victim)["attempt"] == 2 and read_status(victim)["state"] == "done"
+    for run in sweep.runs:
+        log_steps = [json.loads(line)["step"] for line in (sweep.root / run.run_id / "train_log.jsonl").read_text().splitlines()]
+        assert log_steps == sorted(set(log_steps)) and log_steps[-1] == 30
+    with open_store(sweep.root) as store:
+        runs = store.runs()
+        assert sorted(runs["run_id"]) == sorted(r.run_id for r in sweep.runs)
+        assert set(runs["status"]) == {"done"} and sorted(runs["data_color_separation"]) == [0.3, 0.8]
+        counts = store.query("SELECT run_id, count(*) AS n, count(DISTINCT (step, class, concept)) AS k "
+                             "FROM concept_space GROUP BY run_id")
+        assert set(counts["n"]) == {CHECKPOINTS * CLASSES * CONCEPTS} and (counts["n"] == counts["k"]).all()
+        steps = store.query("SELECT DISTINCT step FROM eval_steps ORDER BY step")["step"].tolist()
+        assert steps == [10, 20, 30]
+        assert store.query("SELECT count(*) AS n FROM learning_times")["n"][0] == 2 * 2 * CONCEPTS
+
+
+@pytest.mark.slow
+def test_a_complete_sweep_reruns_nothing_and_status_shows_done(local_sweep, micro_spec):
+    sweep = local_sweep["sweep"]
+    summaries = {r.run_id: (sweep.root / r.run_id / "summary.json").stat().st_mtime_ns for r in sweep.runs}
+    result = CliRunner().invoke(app, ["sweep", str(micro_spec), "--root", str(sweep.root), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "2 runs: 2 already complete, 0 done now, 0 failed" in result.output
+    assert {r.run_id: (sweep.root / r.run_id / "summary.json").stat().st_mtime_ns for r in sweep.runs} == summaries
+    status = CliRunner().invoke(app, ["sweep", "status", str(sweep.root)])
+    assert status.exit_code == 0 and "2 done" in status.output
