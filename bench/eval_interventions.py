@@ -25,7 +25,8 @@ import torch
 
 from conceptlab.data import build_dgp
 from conceptlab.experiments.loading import load_config
-from conceptlab.interventions import InterventionContext, build_interventions, concept_embeddings, evaluate_interventions
+from conceptlab.experiments.emergence_stage import intervention_context
+from conceptlab.interventions import build_interventions, evaluate_interventions
 from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import load_or_train_probe
 from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint
@@ -51,16 +52,7 @@ def main() -> None:
     if args.run:
         load_weights(model, load_checkpoint(list_checkpoints(args.run / "checkpoints")[-1][1])[0])
     probe, _ = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size, progress=False)
-    context = InterventionContext(
-        concepts=list(dgp.concepts),
-        classes=list(dgp.classes),
-        train_classes=list(dgp.train_classes),
-        class_prompt=dgp.class_prompt,
-        null_prompt=torch.full((dgp.prompt_dim,), cfg.data.null_value),
-        embed=lambda p: concept_embeddings(model, p),
-        embed_reference=lambda p: concept_embeddings(model, p),
-        trained_with_null_prompt=True,
-    )
+    context = intervention_context(cfg, dgp, model, reference=model)  # patching reads the same weights
     interventions = build_interventions(iv)
     targets = list(iv.targets or dgp.held_out_classes)
     steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps

@@ -109,6 +109,21 @@ def _reference_model(cfg: RunConfig, model, checkpoints: list[tuple[int, Path]])
     return reference.eval()
 
 
+def intervention_context(cfg: RunConfig, dgp, model, reference=None) -> InterventionContext:
+    """What interventions may ask at a checkpoint: the data's classes and prompts, embeddings of `model`
+    (whatever weights it holds when asked) and of `reference` (None: no patching possible)."""
+    return InterventionContext(
+        concepts=list(dgp.concepts),
+        classes=list(dgp.classes),
+        train_classes=list(dgp.train_classes),
+        class_prompt=dgp.class_prompt,
+        null_prompt=torch.full((dgp.prompt_dim,), cfg.data.null_value),
+        embed=lambda prompts: concept_embeddings(model, prompts),
+        embed_reference=(lambda prompts: concept_embeddings(reference, prompts)) if reference is not None else None,
+        trained_with_null_prompt=cfg.diffusion.cfg_dropout > 0,
+    )
+
+
 def intervention_stage(
     cfg: RunConfig, root: Path, dgp, model, probe, console: Console, progress: bool = True
 ) -> float:
@@ -127,16 +142,7 @@ def intervention_stage(
     targets = list(iv.targets or dgp.held_out_classes)
     device = next(model.parameters()).device
     reference = _reference_model(cfg, model, checkpoints)
-    context = InterventionContext(
-        concepts=list(dgp.concepts),
-        classes=list(dgp.classes),
-        train_classes=list(dgp.train_classes),
-        class_prompt=dgp.class_prompt,
-        null_prompt=torch.full((dgp.prompt_dim,), cfg.data.null_value),
-        embed=lambda prompts: concept_embeddings(model, prompts),
-        embed_reference=(lambda prompts: concept_embeddings(reference, prompts)) if reference is not None else None,
-        trained_with_null_prompt=cfg.diffusion.cfg_dropout > 0,
-    )
+    context = intervention_context(cfg, dgp, model, reference)
     steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
     bf16 = resolve_bf16(cfg.train.bf16, device)
     began = time.perf_counter()
