@@ -18,7 +18,7 @@ null prompt, and the concept embeddings a batch of prompts gets at every
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 
 import torch
@@ -70,7 +70,6 @@ class InterventionContext:
     embed: Callable[[Tensor], dict[str, Tensor]]
     embed_reference: Callable[[Tensor], dict[str, Tensor]] | None = None
     trained_with_null_prompt: bool = False
-    extra: dict = field(default_factory=dict)
 
     def flipped(self, code: str, concept: str) -> str:
         """The class code with `concept`'s value flipped (the concept's other value)."""
