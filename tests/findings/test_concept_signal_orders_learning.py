@@ -8,7 +8,6 @@ size first. The test fails if the order flips or the strong concept is never lea
 import math
 
 import pytest
-import torch
 
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
@@ -19,15 +18,6 @@ CI_SIZE = [  # fewer steps, checkpoints every 25 steps and 16 generations per cl
     "train.checkpoint_count=20",
     "eval.samples_per_class=16",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _time(value: float) -> float:

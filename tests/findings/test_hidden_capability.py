@@ -10,7 +10,6 @@ stops reaching the class.
 """
 
 import pytest
-import torch
 
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
@@ -23,15 +22,6 @@ CI_SIZE = [  # same data, model and training; evaluation of the final checkpoint
     "eval.interventions.linear=null",
     "eval.interventions.patching=null",
 ]
-
-
-@pytest.fixture(autouse=True)
-def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.mark.slow

@@ -289,11 +289,8 @@ def save_emergence_figures(
     import matplotlib.pyplot as plt
 
     from conceptlab.analysis.phenomenology import GatedFlowParams, simulate
-    from conceptlab.report.emergence_figures import (
-        plot_intervention_samples,
-        plot_intervention_scores,
-        plot_trajectory_turn,
-    )
+    from conceptlab.report.emergence_figures import plot_intervention_scores, plot_trajectory_turn
+    from conceptlab.report.figures import plot_samples
 
     files = EmergenceFolder(root)
     figures_dir = root / "figures"
@@ -329,7 +326,7 @@ def save_emergence_figures(
         n_kept = min(SAMPLES_KEPT, cfg.eval.interventions.samples)
         grids = {s: by_step[s][::n_kept].permute(0, 2, 3, 1).float().numpy() / 255.0 for s in keep}
         if all(len(g) == len(labels) for g in grids.values()):
-            figures["intervention_samples.png"] = plot_intervention_samples(grids, labels)
+            figures["intervention_samples.png"] = plot_samples(grids, labels, column_width=0.62, rotate_labels=True)
     paths = []
     for name, fig in figures.items():
         path = figures_dir / name

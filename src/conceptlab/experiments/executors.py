@@ -30,15 +30,10 @@ from typing import Protocol
 
 import submitit
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import Progress
 
 from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.progress import progress_bar
 from conceptlab.store.files import read_json, write_json
 
 STATUS_FILE = "status.json"
@@ -173,18 +168,6 @@ def _slurm_job_id() -> str | None:
     return os.environ.get("SLURM_JOB_ID")
 
 
-def _progress(console: Console, enabled: bool) -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not enabled,
-    )
-
-
 # ---------------------------------------------------------------- local
 
 
@@ -219,7 +202,7 @@ class LocalExecutor:
         self._prepare_probes(tasks, progress)
         outcomes: dict[str, RunOutcome] = {}
         todo = list(tasks)
-        with _progress(console, progress) as bar:
+        with progress_bar(console, progress) as bar:
             job = bar.add_task("sweep (local)", total=len(tasks), info="")
             while todo:
                 todo = self._one_pool(todo, outcomes, bar, job)
@@ -380,7 +363,7 @@ class SlurmExecutor:
         """Poll status files and squeue until every task is done, failed, or gone from the queue."""
         outcomes: dict[str, RunOutcome] = {}
         absent: dict[str, int] = {}  # consecutive polls a task was missing from squeue (requeues pass through)
-        with _progress(console, progress) as bar:
+        with progress_bar(console, progress) as bar:
             job_bar = bar.add_task("sweep (slurm)", total=len(tasks), info="")
             while len(outcomes) < len(tasks):
                 queued = squeue_ids([str(j.job_id).split("_")[0] for j in jobs])

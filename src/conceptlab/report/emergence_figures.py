@@ -1,4 +1,6 @@
-"""Figures of hidden emergence: intervention scores vs step, the held-out trajectory with its turn, samples per variant.
+"""Figures of hidden emergence: intervention scores vs step and the held-out trajectory with its turn.
+
+Samples per variant use `report.figures.plot_samples` (one column per variant).
 
 All functions take tidy tables (as written by `experiments.emergence_stage`)
 and return matplotlib Figures; nothing here reads or writes files.
@@ -16,7 +18,6 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from conceptlab.analysis.emergence import wilson_interval  # noqa: E402
-from conceptlab.report.figures import image_grid  # noqa: E402
 
 INTERVENTION_COLORS = {
     "naive": "#444444",
@@ -114,22 +115,5 @@ def plot_trajectory_turn(
     ax_t.set_ylabel("P(concept = target)")
     ax_t.set_ylim(-0.03, 1.03)
     ax_t.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def plot_intervention_samples(samples: dict[int, np.ndarray], labels: list[str]) -> Figure:
-    """One generation per variant (columns) at each checkpoint (rows); samples: step → [variants, H, W, 3] in [0,1]."""
-    steps = sorted(samples)
-    fig, axes = plt.subplots(len(steps), 1, figsize=(1.2 + 0.62 * len(labels), 0.7 * len(steps) + 1.2), squeeze=False)
-    width = samples[steps[0]].shape[2]
-    centres = [1 + k * (width + 1) + width / 2 for k in range(len(labels))]
-    for ax, step in zip(axes[:, 0], steps):
-        ax.imshow(image_grid(samples[step], len(labels)))
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_ylabel(f"step {step}", rotation=0, ha="right", va="center", fontsize=7)
-    axes[0, 0].set_xticks(centres, labels, fontsize=6, rotation=60, ha="left")
-    axes[0, 0].xaxis.tick_top()
     fig.tight_layout()
     return fig

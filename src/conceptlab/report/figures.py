@@ -124,19 +124,25 @@ def image_grid(images: np.ndarray, columns: int) -> np.ndarray:
     return grid
 
 
-def plot_samples(samples: dict[int, np.ndarray], classes: list[str]) -> Figure:
-    """Generations per class (columns) at each checkpoint (rows); samples: step → N_classes×H×W×3."""
+def plot_samples(samples: dict[int, np.ndarray], labels: list[str], column_width: float = 0.7,
+                 rotate_labels: bool = False) -> Figure:
+    """One image per column label (a class, an intervention variant…) at each checkpoint (rows);
+    samples: step → [columns, H, W, 3] in [0, 1]."""
     steps = sorted(samples)
-    fig, axes = plt.subplots(len(steps), 1, figsize=(1.0 + 0.7 * len(classes), 0.75 * len(steps) + 0.6),
+    extra = 0.6 if not rotate_labels else 1.2
+    fig, axes = plt.subplots(len(steps), 1, figsize=(1.0 + column_width * len(labels), 0.75 * len(steps) + extra),
                              squeeze=False)
     width = samples[steps[0]].shape[2]
-    centres = [1 + k * (width + 1) + width / 2 for k in range(len(classes))]
+    centres = [1 + k * (width + 1) + width / 2 for k in range(len(labels))]
     for ax, step in zip(axes[:, 0], steps):
-        ax.imshow(image_grid(samples[step], len(classes)))
+        ax.imshow(image_grid(samples[step], len(labels)))
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_ylabel(f"step {step}", rotation=0, ha="right", va="center", fontsize=7)
-    axes[0, 0].set_xticks(centres, classes, fontsize=7)
+    if rotate_labels:
+        axes[0, 0].set_xticks(centres, labels, fontsize=6, rotation=60, ha="left")
+    else:
+        axes[0, 0].set_xticks(centres, labels, fontsize=7)
     axes[0, 0].xaxis.tick_top()
     fig.tight_layout()
     return fig
