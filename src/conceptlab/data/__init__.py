@@ -1,6 +1,14 @@
 """Data-generating processes (DGPs) by name: `build_dgp(cfg)` returns the one `cfg.kind` names.
 
-Every DGP follows one small protocol (duck typed), which is all the rest of conceptlab relies on:
+Every DGP gives the runner what training needs: `training_set()` (an object with `.images` `[N, C, S, S]` in
+[0, 1] and `.prompts` `[N, D]`), `prompt_dim`, `channels`, `image_size`, `attribute_sizes` (prompt blocks for
+attribute-wise label dropout, or None) and `describe()`. Each kind adds what its evaluation needs:
+
+- `shapes` (`data.shapes.ShapesDGP`): discrete concept classes, below;
+- `bumps` (`data.bump_world.BumpWorld`): label lattice, held-out region, `regions()`, `grid_labels()`, `render(labels)`;
+- `shapes3d` (`data.shapes3d_world.Shapes3DWorld`): attribute classes, `render(classes)`, `make_prompt(classes, given)`.
+
+The `shapes` protocol, which the concept-space evaluation and interventions rely on:
 
 - attributes: `concepts: list[str]`; `classes`, `train_classes`, `held_out_classes: list[str]` (class codes, one
   "0"/"1" digit per concept in `concepts` order); `prompt_dim: int`;
@@ -18,17 +26,19 @@ Determinism: the same config gives bit-identical data. Nonsense input (unknown c
 
 from __future__ import annotations
 
+from conceptlab.data.bump_world import BumpWorld
+from conceptlab.data.labelled import LabelledImages
 from conceptlab.data.shapes import ConceptDataset, ShapesDGP
-from conceptlab.experiments.config import DataConfig
+from conceptlab.data.shapes3d_world import Shapes3DWorld
 
-DGPS = {"shapes": ShapesDGP}
+DGPS = {"shapes": ShapesDGP, "bumps": BumpWorld, "shapes3d": Shapes3DWorld}
 
 
-def build_dgp(cfg: DataConfig) -> ShapesDGP:
-    """The data-generating process named by `cfg.kind`."""
+def build_dgp(cfg):
+    """The data-generating process named by `cfg.kind` (a `DataConfig`, `BumpsDataConfig` or `Shapes3DDataConfig`)."""
     if cfg.kind not in DGPS:
         raise ValueError(f"unknown data kind {cfg.kind!r}; known: {sorted(DGPS)}")
     return DGPS[cfg.kind](cfg)
 
 
-__all__ = ["ConceptDataset", "DGPS", "ShapesDGP", "build_dgp"]
+__all__ = ["BumpWorld", "ConceptDataset", "DGPS", "LabelledImages", "Shapes3DWorld", "ShapesDGP", "build_dgp"]

@@ -156,8 +156,12 @@ class ShapesDGP:
     Attributes not among the concepts sit at their default (red, large, light-grey nuisance background, circle).
     """
 
+    channels = 3
+    attribute_sizes = None  # concept values are continuous entries, not one-hot blocks
+
     def __init__(self, cfg: DataConfig):
         self.cfg = cfg
+        self.image_size = cfg.image_size
         self.concepts: list[str] = list(cfg.concepts)
         self.classes: list[str] = cfg.all_classes()
         self.train_classes: list[str] = cfg.resolved_train_classes()

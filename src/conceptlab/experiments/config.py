@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 CONCEPT_NAMES = ("color", "size", "background", "shape")
 Concept = Literal["color", "size", "background", "shape"]
+BumpImage = Literal["bump", "vertical", "horizontal", "sos", "product"]
+Factor = Literal["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
+FACTOR_SIZES = {"floor_hue": 10, "wall_hue": 10, "object_hue": 10, "scale": 8, "shape": 4, "orientation": 15}
 
 
 class _Strict(BaseModel):
@@ -121,6 +124,113 @@ class DataConfig(_Strict):
             return list(self.held_out_classes)
         train = set(self.resolved_train_classes())
         return [c for c in self.all_classes() if c not in train]
+
+
+class HeldOutRegion(_Strict):
+    """A region of label space (μx, μy) held out of training, in the labels' (drawn-canvas) coordinates.
+
+    - `none`: nothing held out;
+    - `x_band`: labels with low ≤ μx ≤ high;
+    - `lesion`: the square |μ − centre| ≤ width/2 on both axes ("interior square");
+    - `exterior`: everything outside that square (train on the interior only).
+
+    `scope` says which images lose it: `2d` only images whose two centres are both inside the visible frame
+    (1D stripes still cover the region: the composition test), `all` every image whatever its type (no image
+    ever shows those coordinates: the interpolation test).
+    """
+
+    kind: Literal["none", "x_band", "lesion", "exterior"] = "none"
+    low: float = 13.0
+    high: float = 19.0
+    width: float = 8.0
+    centre: tuple[float, float] = (16.0, 16.0)
+    scope: Literal["2d", "all"] = "2d"
+
+    @model_validator(mode="after")
+    def _shape(self) -> "HeldOutRegion":
+        if self.kind == "x_band" and not self.low <= self.high:
+            raise ValueError(f"x_band needs low ≤ high, got low={self.low}, high={self.high}")
+        if self.kind in ("lesion", "exterior") and not self.width > 0:
+            raise ValueError(f"{self.kind} needs width > 0, got {self.width}")
+        return self
+
+
+class BumpsDataConfig(_Strict):
+    """Gaussian bump worlds (Liang et al. 2024): one grayscale image per label (μx, μy) of a lattice.
+
+    Labels are in the coordinates of the drawn canvas: with `border` > 0 (the extended canvas, e.g. 6 for
+    44×44 cropped to 32×32) the lattice covers the whole drawn canvas, so stripes and sums of stripes include
+    images with one or both centres outside the visible frame (1D / 0D images). The prompt is (μx, μy).
+    """
+
+    kind: Literal["bumps"] = "bumps"
+    image: BumpImage = Field("bump", description="bump, vertical, horizontal, sos (sum of stripes) or product")
+    image_size: int = Field(32, ge=8, description="visible canvas N (N×N)")
+    border: int = Field(0, ge=0, description="extended canvas: pixels drawn beyond each edge, then cropped")
+    periodic: bool = Field(False, description="torus: distances wrap around the drawn canvas")
+    sigma: tuple[float, float] = Field((1.0, 1.0), description="bump widths (σx, σy) in pixels")
+    spacing: tuple[float, float] = Field((1.0, 1.0), description="lattice spacings (dx, dy) in pixels")
+    fraction: float = Field(1.0, gt=0.0, le=1.0, description="λ: fraction of lattice points kept (subsampling)")
+    held_out: HeldOutRegion = Field(default_factory=HeldOutRegion)
+    copies: int = Field(1, ge=1, description="times each training image is repeated in the training set")
+    null_value: float = Field(-1.0, description="prompt value of a dropped label (outside every coordinate, all ≥ 0)")
+    data_seed: int = Field(0, ge=0)
+
+    @field_validator("sigma", "spacing")
+    @classmethod
+    def _positive(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if min(v) <= 0:
+            raise ValueError(f"must be > 0 on both axes, got {v}")
+        return v
+
+    @property
+    def drawn_size(self) -> int:
+        return self.image_size + 2 * self.border
+
+
+class Shapes3DDataConfig(_Strict):
+    """Shapes3D scenes (floor, wall, object): the procedural renderer or the real `3dshapes.h5`.
+
+    `attributes` are the factors that vary and are prompted (one-hot block each); every other factor stays at
+    its `fixed` level. `levels` may restrict a factor to some of its levels (default: all).
+    """
+
+    kind: Literal["shapes3d"] = "shapes3d"
+    source: Literal["render", "h5"] = Field("render", description="render: procedural; h5: the real file")
+    h5_path: str | None = Field(None, description="path of 3dshapes.h5 (source=h5)")
+    attributes: list[Factor] = Field(default_factory=lambda: ["wall_hue", "shape"], min_length=1)
+    fixed: dict[Factor, int] = Field(
+        default_factory=lambda: {"floor_hue": 0, "wall_hue": 6, "object_hue": 3, "scale": 5, "shape": 0, "orientation": 7},
+        description="level of each factor that is not an attribute",
+    )
+    levels: dict[Factor, list[int]] = Field(default_factory=dict, description="restrict factors to these levels")
+    image_size: int = Field(16, ge=8, le=64)
+    copies: int = Field(1, ge=1, description="times each combination is repeated in the training set")
+    null_value: float = Field(0.0, description="prompt value of a dropped attribute (all-zero one-hot block)")
+    data_seed: int = Field(0, ge=0)
+
+    @field_validator("attributes")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"attributes must be distinct, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _levels_valid(self) -> "Shapes3DDataConfig":
+        if self.source == "h5" and not self.h5_path:
+            raise ValueError("source h5 needs h5_path (the path of 3dshapes.h5)")
+        for factor, level in self.fixed.items():
+            if not 0 <= level < FACTOR_SIZES[factor]:
+                raise ValueError(f"fixed.{factor} = {level} is not a level (0..{FACTOR_SIZES[factor] - 1})")
+        for factor, chosen in self.levels.items():
+            bad = [v for v in chosen if not 0 <= v < FACTOR_SIZES[factor]]
+            if bad or len(set(chosen)) != len(chosen) or len(chosen) < 2:
+                raise ValueError(f"levels.{factor} must be ≥ 2 distinct levels in 0..{FACTOR_SIZES[factor] - 1}, got {chosen}")
+        return self
+
+    def attribute_levels(self, factor: str) -> list[int]:
+        return list(self.levels.get(factor, range(FACTOR_SIZES[factor])))
 
 
 class ModelConfig(_Strict):
@@ -255,8 +365,96 @@ class ProbeConfig(_Strict):
         return self
 
 
+def _data_kind(value) -> str:
+    """The `kind` of a data section (missing kind = shapes, the default DGP)."""
+    if isinstance(value, dict):
+        return value.get("kind", "shapes")
+    return getattr(value, "kind", "shapes")
+
+
+AnyDataConfig = Annotated[
+    Union[
+        Annotated[DataConfig, Tag("shapes")],
+        Annotated[BumpsDataConfig, Tag("bumps")],
+        Annotated[Shapes3DDataConfig, Tag("shapes3d")],
+    ],
+    Discriminator(_data_kind, custom_error_type="data_kind", custom_error_message="data.kind must be shapes, bumps or shapes3d"),
+]
+DATA_CONFIGS = {"shapes": DataConfig, "bumps": BumpsDataConfig, "shapes3d": Shapes3DDataConfig}
+
+
+class CompositionEvalConfig(_Strict):
+    """Generation accuracy on bump worlds (data.kind=bumps): generate at labels, locate, score per region.
+
+    Regions: `train` (2D labels trained on) and `held_out` (2D labels of the held-out region), each
+    subsampled to at most `labels_per_region` labels, one generation per label.
+    """
+
+    labels_per_region: int = Field(64, ge=1)
+    tolerance: float = Field(1.0, gt=0.0, description="a coordinate is correct within this many pixels")
+    sample_steps: int | None = Field(None, ge=1, description="override diffusion.sample_steps")
+    guidance_scale: float | None = Field(None, ge=0.0, description="override diffusion.guidance_scale")
+    every: int = Field(1, ge=1, description="evaluate every k-th checkpoint (the last one always)")
+    use_ema: bool = True
+    seed: int = Field(0, ge=0)
+
+
+class GeometryConfig(_Strict):
+    """Representation geometry over the label grid (data.kind=bumps): one activation vector per 2D label."""
+
+    hook: str = Field("mid.blocks.1.hook_out", description="hook point read (the paper's 'layer 4': after the bottleneck)")
+    t: float = Field(0.5, ge=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
+    pool: Literal["flatten", "mean"] = "mean"
+    labels: int = Field(1024, ge=16, description="at most this many 2D labels (a sub-lattice) per checkpoint")
+    every: int = Field(1, ge=1, description="every k-th checkpoint (the last one always)")
+    homology: bool = Field(True, description="persistent homology of the final checkpoint's cloud")
+    homology_points: int = Field(400, ge=20)
+    homology_dims: int = Field(6, ge=2, description="PCA dimensions kept before Vietoris–Rips")
+    persistence_threshold: float = Field(0.1, ge=0.0, description="bars shorter than this fraction of the diameter are noise")
+    use_ema: bool = True
+    seed: int = Field(0, ge=0)
+
+
+class AbstractionsConfig(_Strict):
+    """When along generation each attribute is committed (data.kind=shapes3d), three ways, at the final checkpoint.
+
+    τ runs from 0 (pure noise) to 1 (data). Mutual information by the denoiser-difference estimator (midpoint rule
+    over `mi_points` noise levels), forking entropy (`roots` trajectories forked into `forks` continuations at each τ,
+    read by an attribute classifier trained on ground-truth renders), linear probes on activations at `probe_hook`.
+    """
+
+    taus: list[float] = Field(default_factory=lambda: [round(0.1 * i, 1) for i in range(11)], min_length=2)
+    mi_points: int = Field(200, ge=2, description="midpoint-rule points of the MI integral (paper: 999)")
+    mi_samples: int = Field(64, ge=1, description="(image, noise) pairs per noise level and attribute")
+    roots: int = Field(32, ge=1, description="forking: trajectories per τ")
+    forks: int = Field(8, ge=2, description="forking: continuations per root (K)")
+    sample_steps: int = Field(40, ge=2, description="steps of the stochastic sampler from τ=0 to 1")
+    probe_hook: str = Field("mid.blocks.0.hook_out", description="hook point the linear probes read")
+    probe_images: int = Field(512, ge=8, description="noised renders per τ for the linear probes")
+    probe_test_fraction: float = Field(0.3, gt=0.0, lt=1.0)
+    commitment_level: float = Field(0.5, gt=0.0, lt=1.0, description="commitment: τ where a curve is this far from start to end")
+    classifier_width: int = Field(12, ge=4)
+    classifier_images: int = Field(3000, ge=50)
+    classifier_epochs: int = Field(6, ge=1)
+    classifier_min_accuracy: float = Field(0.99, ge=0.0, le=1.0, description="held-out accuracy the classifier must reach")
+    use_ema: bool = True
+    seed: int = Field(0, ge=0)
+
+    @field_validator("taus")
+    @classmethod
+    def _unit_interval(cls, v: list[float]) -> list[float]:
+        bad = [t for t in v if not 0.0 <= t <= 1.0]
+        if bad:
+            raise ValueError(f"every τ must be in [0, 1] (0 = noise, 1 = data), got {bad}")
+        if sorted(set(v)) != list(v):
+            raise ValueError(f"taus must be increasing and distinct, got {v}")
+        return v
+
+
 class EvalConfig(_Strict):
-    """Concept-space evaluation of checkpoints."""
+    """Evaluation of checkpoints. The top-level fields, `probe` and `interventions` are the concept-space
+    evaluation of `shapes` data; `composition` and `geometry` serve `bumps` data, `abstractions` `shapes3d` data
+    (filled with defaults for the data kind that uses them, and refused for the others)."""
 
     samples_per_class: int = Field(32, ge=1)
     sample_steps: int | None = Field(None, ge=1, description="override diffusion.sample_steps for evaluation")
@@ -269,6 +467,9 @@ class EvalConfig(_Strict):
     interventions: InterventionsConfig | None = Field(
         None, description="hidden-capability evaluation (None: concept-space evaluation only)"
     )
+    composition: CompositionEvalConfig | None = Field(None, description="bumps: generation accuracy per region")
+    geometry: GeometryConfig | None = Field(None, description="bumps: representation geometry (None with bumps: default)")
+    abstractions: AbstractionsConfig | None = Field(None, description="shapes3d: commitment along generation")
 
 
 class OverPromptingConfig(_Strict):
@@ -330,11 +531,36 @@ class RunConfig(_Strict):
 
     name: str = "run"
     runs_dir: str = "runs"
-    data: DataConfig = Field(default_factory=DataConfig)
+    data: AnyDataConfig = Field(default_factory=DataConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
     diffusion: DiffusionConfig = Field(default_factory=DiffusionConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+
+    @model_validator(mode="after")
+    def _evaluation_matches_data(self) -> "RunConfig":
+        """Each data kind has its evaluation: fill in its default, refuse the others' sections."""
+        kind = self.data.kind
+        owners = {"interventions": "shapes", "composition": "bumps", "geometry": "bumps", "abstractions": "shapes3d"}
+        for section, owner in owners.items():
+            if getattr(self.eval, section) is not None and kind != owner:
+                raise ValueError(f"eval.{section} needs data.kind={owner}, but data.kind is {kind}")
+        if kind == "bumps":
+            if self.eval.composition is None:
+                self.eval.composition = CompositionEvalConfig()
+            if self.eval.geometry is None:
+                self.eval.geometry = GeometryConfig()
+        if kind == "shapes3d":
+            if self.eval.abstractions is None:
+                self.eval.abstractions = AbstractionsConfig()
+            if self.diffusion.process != "ve":
+                raise ValueError("data.kind=shapes3d measures commitment with a VE model: set diffusion.process=ve")
+        if kind != "shapes" and self.data.image_size % (2 ** (len(self.model.widths) - 1) * self.model.pixel_unshuffle):
+            raise ValueError(
+                f"data.image_size {self.data.image_size} must be divisible by 2^(levels-1)·pixel_unshuffle "
+                f"= {2 ** (len(self.model.widths) - 1) * self.model.pixel_unshuffle}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _interventions_match_data(self) -> "RunConfig":

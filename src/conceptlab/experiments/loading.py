@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.config import DATA_CONFIGS, RunConfig
 
 
 class ConfigError(ValueError):
@@ -139,10 +139,12 @@ def validate(data: dict[str, Any]) -> RunConfig:
 def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
     first = err.errors()[0]
     loc = [str(p) for p in first["loc"]]
+    if len(loc) >= 2 and loc[0] == "data" and loc[1] in DATA_CONFIGS:
+        loc = loc[:1] + loc[2:]  # drop the union tag: data.bumps.sigma → data.sigma
     key = ".".join(loc) if loc else "config"
     kind = first["type"]
     if kind == "extra_forbidden":
-        section = _section_model(loc[:-1])
+        section = _section_model(loc[:-1], data)
         allowed = ", ".join(section.model_fields) if section is not None else "?"
         return f"unknown config key {key!r}; allowed here: {allowed}"
     msg = first["msg"]
@@ -156,9 +158,16 @@ def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
     return f"bad value for {key}: {bad!r} ({msg})"
 
 
-def _section_model(loc: list[str]):
+def _section_model(loc: list[str], data: dict[str, Any]):
     model = RunConfig
-    for part in loc:
+    for depth, part in enumerate(loc):
+        if depth == 0 and part == "data":
+            section = data.get("data")
+            kind = section.get("kind", "shapes") if isinstance(section, dict) else "shapes"
+            model = DATA_CONFIGS.get(kind)
+            if model is None:
+                return None
+            continue
         field = model.model_fields.get(part)
         if field is None:
             return None

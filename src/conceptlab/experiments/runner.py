@@ -23,13 +23,15 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 import torch
 from rich.console import Console
+from torch import nn
 
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
 from conceptlab.data import build_dgp
@@ -43,7 +45,7 @@ from conceptlab.experiments.emergence_stage import (
 )
 from conceptlab.experiments.loading import config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
-from conceptlab.models.diffusion_model import build_model
+from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.probes.concept_classifier import load_or_train_probe
 from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_loss, plot_samples
 from conceptlab.store.files import read_json, read_tensors, write_json, write_parquet, write_tensors, write_text
@@ -184,6 +186,49 @@ def evaluate_stage(cfg: RunConfig, folder: RunFolder, dgp, model, probe, console
     return time.perf_counter() - began
 
 
+def build_run_model(cfg: RunConfig, dgp) -> DiffusionModel:
+    """The model a run trains, shaped by its data (prompt width, channels, attribute blocks, null value)."""
+    null_value = None if cfg.data.kind == "shapes" else cfg.data.null_value
+    return build_model(
+        cfg.model, cfg.diffusion, dgp.prompt_dim, dgp.image_size, dgp.channels, dgp.attribute_sizes, null_value
+    )
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One data kind's evaluation, as the runner calls it.
+
+    `check(cfg, model)` fails fast (before training) on what would only break later, e.g. an unknown hook point;
+    `run(cfg, run_dir, dgp, model, console, progress)` evaluates the run's checkpoints (resumably) and returns
+    (summary fields, seconds per stage).
+    """
+
+    check: Callable[[RunConfig, nn.Module], None]
+    run: Callable[..., tuple[dict[str, Any], dict[str, float]]]
+
+
+def evaluation_for(kind: str) -> Evaluation:
+    """The evaluation of data kind `kind`: concept space (shapes), composition + geometry (bumps), abstractions
+    (shapes3d)."""
+    if kind == "shapes":
+        return Evaluation(check_sites, concept_space_evaluation)
+    if kind == "bumps":
+        from conceptlab.experiments import composition_stage
+
+        return Evaluation(composition_stage.check, composition_stage.evaluate)
+    if kind == "shapes3d":
+        from conceptlab.experiments import abstractions_stage
+
+        return Evaluation(abstractions_stage.check, abstractions_stage.evaluate)
+    raise ValueError(f"no evaluation for data kind {kind!r}")
+
+
+def _headline(cfg: RunConfig, dgp, data_summary: dict) -> str:
+    if cfg.data.kind == "shapes":
+        return f"{len(dgp.train_classes)} training classes, held out {dgp.held_out_classes}"
+    return f"{data_summary.get('training_images', '?')} training images"
+
+
 def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console: Console | None = None) -> dict:
     """Run (or resume) the whole pipeline in `run_dir`; returns the summary dict."""
     console = console or Console()
@@ -201,33 +246,46 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
     write_json(folder.data, data_summary)
     torch.manual_seed(cfg.train.train_seed)
     device = resolve_device(cfg.train.device)
-    model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, cfg.data.image_size).to(device)
+    model = build_run_model(cfg, dgp).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    console.print(
-        f"[bold]{cfg.name}[/] → {folder.root}  ({n_params / 1e6:.2f} M parameters, "
-        f"{len(dgp.train_classes)} training classes, held out {dgp.held_out_classes})"
-    )
-    check_sites(cfg, model)
+    console.print(f"[bold]{cfg.name}[/] → {folder.root}  ({n_params / 1e6:.2f} M parameters, {_headline(cfg, dgp, data_summary)})")
+    evaluation = evaluation_for(cfg.data.kind)
+    evaluation.check(cfg, model)
     train_seconds = train_stage(cfg, folder, dgp, model, console, progress)
+    summary, seconds = evaluation.run(cfg, folder.root, dgp, model, console, progress)
+    summary = {
+        "run": folder.root.name,
+        "name": cfg.name,
+        "kind": cfg.data.kind,
+        "config_hash": cfg.training_hash(),
+        **summary,
+        "parameters": n_params,
+        "device": str(device),
+        "bf16": resolve_bf16(cfg.train.bf16, device),
+        "threads": torch.get_num_threads(),
+        "seconds": {
+            "train": round(train_seconds, 2),
+            **{k: round(v, 2) for k, v in seconds.items()},
+            "total": round(time.perf_counter() - began, 2),
+        },
+    }
+    write_json(folder.summary, summary)
+    return summary
+
+
+def concept_space_evaluation(
+    cfg: RunConfig, run_dir: Path, dgp, model, console: Console, progress: bool
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """`shapes` data: probe, concept-space evaluation of every checkpoint, interventions if configured."""
+    folder = RunFolder(run_dir)
     probe_began = time.perf_counter()
     probe, probe_report = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size, progress=progress)
     probe_seconds = time.perf_counter() - probe_began
     eval_seconds = evaluate_stage(cfg, folder, dgp, model, probe, console, progress)
     intervention_seconds = intervention_stage(cfg, folder.root, dgp, model, probe, console, progress)
-    summary = finalize(cfg, folder, data_summary, probe_report)
-    summary["parameters"] = n_params
-    summary["device"] = str(device)
-    summary["bf16"] = resolve_bf16(cfg.train.bf16, device)
-    summary["threads"] = torch.get_num_threads()
-    summary["seconds"] = {
-        "train": round(train_seconds, 2),
-        "probe": round(probe_seconds, 2),
-        "evaluate": round(eval_seconds, 2),
-        "interventions": round(intervention_seconds, 2),
-        "total": round(time.perf_counter() - began, 2),
-    }
-    write_json(folder.summary, summary)
-    return summary
+    summary = finalize(cfg, folder, dgp.describe(), probe_report)
+    seconds = {"probe": probe_seconds, "evaluate": eval_seconds, "interventions": intervention_seconds}
+    return summary, seconds
 
 
 def finalize(cfg: RunConfig, folder: RunFolder, data_summary: dict, probe_report: dict) -> dict[str, Any]:
@@ -250,9 +308,6 @@ def finalize(cfg: RunConfig, folder: RunFolder, data_summary: dict, probe_report
             emergence = summarize_emergence(cfg, best, table)
             figures += save_emergence_figures(cfg, folder.root, best, table, emergence)
     summary = {
-        "run": folder.root.name,
-        "name": cfg.name,
-        "config_hash": cfg.training_hash(),
         "concepts": list(data_summary.get("concepts", [])),
         "concept_signal": data_summary.get("concept_signal", {}),
         "train_classes": data_summary.get("train_classes"),

@@ -25,7 +25,7 @@ Implemented:
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -179,7 +179,10 @@ class CosineDiffusion(DiffusionProcess):
         return total, {"loss": total.detach()}
 
 
-def build_process(cfg: DiffusionConfig) -> DiffusionProcess:
+def build_process(
+    cfg: DiffusionConfig, attribute_sizes: Sequence[int] | None = None, null_value: float = 0.0
+) -> DiffusionProcess:
+    """The process `cfg.process` names; `attribute_sizes`/`null_value` serve the VE process's attribute dropout."""
     if cfg.process == "vdm":
         return VariationalDiffusion(cfg.gamma_min, cfg.gamma_max, cfg.learn_schedule)
     if cfg.process == "cosine":
@@ -191,6 +194,8 @@ def build_process(cfg: DiffusionConfig) -> DiffusionProcess:
     if cfg.process == "ve":
         from conceptlab.models.variance_exploding import build_variance_exploding
 
-        # the whole prompt is one attribute block here; attribute-wise dropout needs the data's block sizes
-        return build_variance_exploding(cfg.sigma_min, cfg.sigma_max, cfg.prediction, cfg.label_dropout)
+        # without attribute_sizes the whole prompt is one block (dropped or kept as a whole)
+        return build_variance_exploding(
+            cfg.sigma_min, cfg.sigma_max, cfg.prediction, cfg.label_dropout, attribute_sizes, null_value
+        )
     raise ValueError(f"unknown diffusion process {cfg.process!r}")

@@ -38,8 +38,19 @@ class DiffusionModel(nn.Module):
 
 
 def build_model(
-    model_cfg: ModelConfig, diffusion_cfg: DiffusionConfig, prompt_dim: int, image_size: int, channels: int = 3
+    model_cfg: ModelConfig,
+    diffusion_cfg: DiffusionConfig,
+    prompt_dim: int,
+    image_size: int,
+    channels: int = 3,
+    attribute_sizes: tuple[int, ...] | None = None,
+    null_value: float | None = None,
 ) -> DiffusionModel:
+    """The UNet + diffusion process a config describes, for prompts of `prompt_dim` and images `channels×S×S`.
+
+    `attribute_sizes` (one-hot prompt blocks) lets a VE process drop attributes one by one; `null_value` is the
+    prompt value of a dropped label (sinusoidal encodings map all-null rows to zero features).
+    """
     from conceptlab.models.unet import ConceptUNet
 
     encoder = None
@@ -53,6 +64,8 @@ def build_model(
             min_wavelength=model_cfg.prompt_min_wavelength,
             max_wavelength=model_cfg.prompt_max_wavelength,
             include_raw=model_cfg.prompt_include_raw,
+            null_value=null_value,
         )
     net = ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels, prompt_encoder=encoder)
-    return DiffusionModel(net, build_process(diffusion_cfg), (channels, image_size, image_size))
+    process = build_process(diffusion_cfg, attribute_sizes, 0.0 if null_value is None else null_value)
+    return DiffusionModel(net, process, (channels, image_size, image_size))

@@ -36,6 +36,10 @@ TABLES = {
     "learning_times": "learning_times.parquet",
     "interventions": "interventions.parquet",  # hidden-emergence runs: target × intervention × variant × step
     "emergence": "emergence.parquet",  # hidden-emergence runs: best variant per target × intervention × step
+    "composition": "composition.parquet",  # bumps runs: generation accuracy per step × region
+    "geometry": "geometry.parquet",  # bumps runs: representation geometry per step
+    "abstractions": "abstractions.parquet",  # shapes3d runs: curves per measure × attribute × τ
+    "commitment": "commitment.parquet",  # shapes3d runs: commitment τ per measure × attribute
 }
 EVAL_TABLE = "eval_steps"
 _SKIP_DIRS = {"checkpoints", "eval", "figures", "__pycache__", "node_modules"}

@@ -1,0 +1,104 @@
+"""The `bumps` data-generating process: a lattice of labels (μx, μy), a held-out region, one image per label.
+
+`BumpWorld(cfg)` turns a `BumpsDataConfig` into the training set the runner trains on and the label sets the
+evaluation generates at. Rendering, lattices, splits and subsampling are the functions of `data.bumps`; this
+module only assembles them:
+
+1. the lattice covers the *drawn* canvas [0, N + 2·border)² with spacings (dx, dy);
+2. each label's image type is 0/1/2: how many of its centres fall inside the visible frame (`data.bumps.image_type`);
+3. the held-out region removes labels from training — only 2D labels (`scope=2d`: the stripes of the other types
+   still cover the region, the composition test) or every label in it (`scope=all`: interpolation);
+4. a fraction λ of the remaining training labels is kept, chosen by `data_seed`.
+
+Images are `[N, 1, S, S]` in [0, 1] (one channel); prompts are the labels themselves, `[N, 2]` float32.
+The evaluation's regions are the 2D labels: `train` (trained on) and `held_out` (in the held-out region).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from conceptlab.data.labelled import LabelledImages
+from conceptlab.data.bumps import SplitSpec, held_out_mask, image_type, lattice, render, subsample
+from conceptlab.experiments.config import BumpsDataConfig
+
+
+class BumpWorld:
+    """Gaussian bump / stripe images on a label lattice, with a held-out region (see the module docstring)."""
+
+    channels = 1
+    prompt_dim = 2
+    attribute_sizes = None  # the prompt is one block (μx, μy)
+    concepts = ("x", "y")
+
+    def __init__(self, cfg: BumpsDataConfig):
+        self.cfg = cfg
+        self.image_size = cfg.image_size
+        self.period = float(cfg.drawn_size) if cfg.periodic else None
+        self.labels = lattice(cfg.spacing, (0.0, float(cfg.drawn_size)))
+        self.types = image_type(self.labels, cfg.image_size, cfg.border)
+        region = cfg.held_out
+        spec = SplitSpec(region.kind, region.low, region.high, region.width, tuple(region.centre))
+        in_region = held_out_mask(self.labels, spec)
+        removed = in_region & (self.types == 2) if region.scope == "2d" else in_region
+        if region.kind != "none" and not bool((in_region & (self.types == 2)).any()):
+            raise ValueError(f"held-out region {region.model_dump()} contains no 2D label of this lattice")
+        candidates = self.labels[~removed]
+        if len(candidates) == 0:
+            raise ValueError(f"held-out region {region.model_dump()} removes every label: no training data left")
+        self.train_labels = subsample(candidates, cfg.fraction, cfg.data_seed) if cfg.fraction < 1 else candidates
+        train_types = image_type(self.train_labels, cfg.image_size, cfg.border)
+        if not bool((train_types == 2).any()):
+            raise ValueError("no 2D image (both centres inside the frame) is left for training")
+        self.held_out_labels = self.labels[in_region & (self.types == 2)]
+        self.train_2d_labels = self.train_labels[train_types == 2]
+
+    # -- images -----------------------------------------------------------------------------------------------------
+    def render(self, labels: Tensor) -> Tensor:
+        """Images `[B, 1, S, S]` of labels `[B, 2]` (drawn-canvas coordinates)."""
+        cfg = self.cfg
+        return render(cfg.image, labels, cfg.image_size, tuple(cfg.sigma), cfg.border, cfg.periodic)[:, None]
+
+    def make_prompt(self, labels: Tensor) -> Tensor:
+        """Prompts `[B, 2]` of labels `[B, 2]`."""
+        if labels.ndim != 2 or labels.shape[1] != 2:
+            raise ValueError(f"labels must be [B, 2] (μx, μy), got shape {tuple(labels.shape)}")
+        return labels.float()
+
+    def training_set(self) -> LabelledImages:
+        """Every training label's image, `copies` times."""
+        labels = self.train_labels.repeat(self.cfg.copies, 1)
+        return LabelledImages(self.render(labels), self.make_prompt(labels), labels)
+
+    def regions(self) -> dict[str, Tensor]:
+        """The 2D labels evaluated: `train` (trained on) and, if any, `held_out`."""
+        out = {"train": self.train_2d_labels}
+        if len(self.held_out_labels):
+            out["held_out"] = self.held_out_labels
+        return out
+
+    def grid_labels(self) -> Tensor:
+        """All 2D labels of the lattice (trained or not), x-major: the grid representations are read over."""
+        return self.labels[self.types == 2]
+
+    def describe(self) -> dict:
+        """A JSON-able summary for the run record."""
+        cfg = self.cfg
+        counts = {f"{d}d": int((self.types == d).sum()) for d in (0, 1, 2)}
+        train_types = image_type(self.train_labels, cfg.image_size, cfg.border)
+        return {
+            "kind": "bumps",
+            "image": cfg.image,
+            "image_size": cfg.image_size,
+            "drawn_size": cfg.drawn_size,
+            "periodic": cfg.periodic,
+            "sigma": list(cfg.sigma),
+            "spacing": list(cfg.spacing),
+            "fraction": cfg.fraction,
+            "held_out": cfg.held_out.model_dump(),
+            "lattice_labels": {**counts, "total": len(self.labels)},
+            "train_labels": {**{f"{d}d": int((train_types == d).sum()) for d in (0, 1, 2)}, "total": len(self.train_labels)},
+            "held_out_2d_labels": len(self.held_out_labels),
+            "training_images": len(self.train_labels) * cfg.copies,
+            "prompt_dim": self.prompt_dim,
+        }

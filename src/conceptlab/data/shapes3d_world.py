@@ -1,0 +1,98 @@
+"""The `shapes3d` data-generating process: Shapes3D scenes whose chosen attributes vary and are prompted.
+
+`Shapes3DWorld(cfg)` turns a `Shapes3DDataConfig` into the training set the runner trains on: every combination of
+the levels of `cfg.attributes` (each factor restricted to `cfg.levels` if given; every other factor at its `fixed`
+level), rendered by `data.shapes3d.render_shapes3d` or read from the real `3dshapes.h5`, `copies` times.
+
+Prompts are one-hot blocks per attribute (`data.attribute_prompt.AttributePrompt`); an attribute's class is the
+*position* of its level among the chosen levels (0..K−1), so H(V) = ln K. `attribute_sizes` tells the VE process
+where the blocks are, for attribute-wise label dropout.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from torch import Tensor
+
+from conceptlab.data.attribute_prompt import AttributePrompt
+from conceptlab.data.labelled import LabelledImages
+from conceptlab.data.shapes3d import FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
+from conceptlab.experiments.config import Shapes3DDataConfig
+
+
+class Shapes3DWorld:
+    """Shapes3D renders over the combinations of the prompted attributes (see the module docstring)."""
+
+    channels = 3
+
+    def __init__(self, cfg: Shapes3DDataConfig):
+        self.cfg = cfg
+        self.image_size = cfg.image_size
+        self.attributes = tuple(cfg.attributes)
+        self.concepts = self.attributes
+        self.levels = {a: cfg.attribute_levels(a) for a in self.attributes}
+        self.prompt = AttributePrompt(self.attributes, tuple(len(self.levels[a]) for a in self.attributes))
+        self.prompt_dim = self.prompt.dim
+        self.attribute_sizes = self.prompt.sizes
+        self.fixed = {f: cfg.fixed.get(f, 0) for f in FACTORS if f not in self.attributes}
+        combos = list(itertools.product(*[range(len(self.levels[a])) for a in self.attributes]))
+        self.classes = torch.tensor(combos, dtype=torch.long)  # [M, A] class of each attribute
+        self._images: Tensor | None = None
+
+    def factors(self, classes: Tensor) -> Tensor:
+        """Shapes3D factor levels `[N, 6]` of attribute classes `[N, A]` (the other factors at their fixed level)."""
+        classes = torch.as_tensor(classes, dtype=torch.long)
+        if classes.ndim != 2 or classes.shape[1] != len(self.attributes):
+            raise ValueError(f"classes must be [N, {len(self.attributes)}] for {list(self.attributes)}")
+        out = torch.empty(len(classes), len(FACTORS), dtype=torch.long)
+        for j, name in enumerate(FACTORS):
+            if name in self.attributes:
+                i = self.attributes.index(name)
+                levels = torch.tensor(self.levels[name])
+                if bool(((classes[:, i] < 0) | (classes[:, i] >= len(levels))).any()):
+                    raise ValueError(f"{name} classes must lie in 0..{len(levels) - 1}")
+                out[:, j] = levels[classes[:, i]]
+            else:
+                out[:, j] = self.fixed[name]
+        return out
+
+    def render(self, classes: Tensor) -> Tensor:
+        """Images `[N, 3, S, S]` in [0, 1] of attribute classes `[N, A]` (procedural or from the h5 file)."""
+        factors = self.factors(classes)
+        if self.cfg.source == "h5":
+            return load_shapes3d_h5(self.cfg.h5_path, index_from_factors(factors), self.image_size).images
+        return torch.cat([render_shapes3d(factors[i : i + 256], self.image_size) for i in range(0, len(factors), 256)])
+
+    def make_prompt(self, classes: Tensor, given: list[str] | None = None) -> Tensor:
+        """Prompts `[N, prompt_dim]` of attribute classes `[N, A]`; attributes not `given` are null."""
+        return self.prompt.encode(torch.as_tensor(classes, dtype=torch.long), given)
+
+    def all_images(self) -> Tensor:
+        """One image per combination, in the order of `classes` (rendered once, then cached)."""
+        if self._images is None:
+            self._images = self.render(self.classes)
+        return self._images
+
+    def training_set(self) -> LabelledImages:
+        """Every combination `copies` times: images, one-hot prompts, attribute classes as labels."""
+        copies = self.cfg.copies
+        images = self.all_images().repeat(copies, 1, 1, 1)
+        classes = self.classes.repeat(copies, 1)
+        return LabelledImages(images, self.make_prompt(classes), classes)
+
+    def describe(self) -> dict:
+        """A JSON-able summary for the run record."""
+        return {
+            "kind": "shapes3d",
+            "source": self.cfg.source,
+            "attributes": list(self.attributes),
+            "levels": {a: list(v) for a, v in self.levels.items()},
+            "fixed": dict(self.fixed),
+            "combinations": len(self.classes),
+            "training_images": len(self.classes) * self.cfg.copies,
+            "image_size": self.image_size,
+            "prompt_dim": self.prompt_dim,
+            "attribute_sizes": list(self.attribute_sizes),
+        }
