@@ -203,6 +203,10 @@ def sweep(
     root: Optional[Path] = typer.Option(None, help="sweep folder (default: spec root, else RUNS_DIR/SWEEP_NAME)"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the manifest (run ids and axis values) and exit"),
     wait: bool = typer.Option(True, help="slurm: wait for the job array to finish"),
+    slurm: Optional[list[str]] = typer.Option(
+        None, "--slurm", help="slurm option key=value overriding the spec (partition, time_min, gpus_per_task, "
+        "cpus_per_task, mem_gb, array_parallelism, max_requeue, account, qos); repeatable"
+    ),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest.
@@ -216,12 +220,13 @@ def sweep(
             return sweep_status_cmd(target)
         return sweep_report_cmd(target, figure=None, axis="data.color_separation", split="train")
     from conceptlab.experiments.executors import ExecutorError, make_executor
-    from conceptlab.experiments.sweep import expand, run_sweep
+    from conceptlab.experiments.sweep import expand, run_sweep, with_slurm_options
 
     if workers is not None and workers < 1:
         _fail(f"--workers must be ≥ 1, got {workers}")
     try:
         plan = expand(spec, list(overrides or []), root)
+        executor_options = with_slurm_options(plan.spec.executor, list(slurm or []))
     except ConfigError as err:
         _fail(str(err))
     kind = executor or plan.spec.executor.kind
@@ -234,7 +239,7 @@ def sweep(
         console.print(f"{len(plan.runs)} runs → {plan.root}")
         return
     try:
-        runner_ = make_executor(kind, plan.root, plan.spec.executor, workers=workers, wait=wait)
+        runner_ = make_executor(kind, plan.root, executor_options, workers=workers, wait=wait)
     except ExecutorError as err:
         _fail(str(err))
     console.print(f"[bold]sweep {plan.spec.name}[/]: {len(plan.runs)} runs → {plan.root} ({kind} executor)")

@@ -170,3 +170,18 @@ def test_a_sweep_folder_reexpands_to_the_same_runs_in_place(tmp_path):
     again = expand(str(sweep.root))
     assert again.root == sweep.root and again.spec.name == "s"
     assert [r.run_id for r in again.runs] == [r.run_id for r in sweep.runs]
+
+
+def test_slurm_options_from_the_command_line_override_the_spec(tmp_path):
+    from conceptlab.experiments.sweep import with_slurm_options
+
+    plan = expand(write_spec(tmp_path / "s.yaml"))
+    options = with_slurm_options(plan.spec.executor, ["partition=gpu", "time_min=240", "gpus_per_task=1"])
+    assert (options.slurm.partition, options.slurm.time_min, options.slurm.gpus_per_task) == ("gpu", 240, 1)
+    assert plan.spec.executor.slurm.partition is None  # the spec itself is untouched
+    with pytest.raises(ConfigError, match="unknown slurm option 'gpu'"):
+        with_slurm_options(plan.spec.executor, ["gpu=1"])
+    with pytest.raises(ConfigError, match="bad slurm option time_min"):
+        with_slurm_options(plan.spec.executor, ["time_min=0"])
+    result = runner.invoke(app, ["sweep", write_spec(tmp_path / "t.yaml"), "--slurm", "mem=4", "--dry-run"])
+    assert result.exit_code == 2 and "unknown slurm option 'mem'" in result.output

@@ -72,6 +72,27 @@ class SlurmOptions(_Strict):
     setup: list[str] = Field(default_factory=list, description="shell lines run before each task")
 
 
+def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "ExecutorOptions":
+    """`options` with `key=value` settings (e.g. `partition=gpu`, `time_min=240`) applied to its slurm options;
+    an unknown key or bad value raises `ConfigError` in one line."""
+    from pydantic import ValidationError
+
+    from conceptlab.experiments.loading import ConfigError, parse_override
+
+    values = options.slurm.model_dump()
+    for text in settings:
+        path, value = parse_override(text)
+        if len(path) != 1 or path[0] not in SlurmOptions.model_fields:
+            raise ConfigError(f"unknown slurm option {'.'.join(path)!r}; allowed: {', '.join(SlurmOptions.model_fields)}")
+        values[path[0]] = value
+    try:
+        slurm = SlurmOptions.model_validate(values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ConfigError(f"bad slurm option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return options.model_copy(update={"slurm": slurm})
+
+
 class ExecutorOptions(_Strict):
     """Which executor runs the sweep and how."""
 
