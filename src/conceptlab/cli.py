@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+import numpy as np
 from typing import Optional
 
 import typer
@@ -120,8 +122,32 @@ def show(
         _print_summary(summary, run_dir)
 
 
+_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures"}
+
+
 def _print_summary(summary: dict, run_dir: Path) -> None:
     console.print(f"\n[bold]{summary['name']}[/] ({run_dir})")
+    if summary.get("kind", "shapes") != "shapes":
+        _print_fields({k: v for k, v in summary.items() if k not in _COMMON_KEYS})
+    else:
+        _print_concept_space(summary)
+    if "seconds" in summary:
+        console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()))
+    console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])))
+
+
+def _print_fields(fields: dict, prefix: str = "") -> None:
+    """Summary fields of a bumps / shapes3d run, one `key: value` line per leaf (nested keys joined by dots)."""
+    for key, value in fields.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            _print_fields(value, name + ".")
+        else:
+            text = f"{value:.4g}" if isinstance(value, float) else json.dumps(value) if isinstance(value, list) else str(value)
+            console.print(f"{name}: {text}", highlight=False, soft_wrap=True)
+
+
+def _print_concept_space(summary: dict) -> None:
     signal = ", ".join(f"{k} {v:.2f}" for k, v in summary.get("concept_signal", {}).items())
     console.print(f"concept signal: {signal}")
     times = Table("split / concept", "learning time", box=None)
@@ -134,13 +160,6 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     console.print(acc)
     if "emergence" in summary:
         _print_emergence(summary["emergence"])
-    if "seconds" in summary:
-        s = summary["seconds"]
-        extra = f", interventions {s['interventions']}" if "interventions" in s else ""
-        console.print(
-            f"seconds: train {s['train']}, probe {s['probe']}, evaluate {s['evaluate']}{extra}, total {s['total']}"
-        )
-    console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])))
 
 
 def _print_emergence(emergence: dict) -> None:
@@ -185,6 +204,68 @@ def emergence_report_cmd(
                       f"{v['runs_with_memorization_and_turn']} runs with both")
     console.print(f"tables: {root / 'emergence_seeds.parquet'}, {root / 'emergence_across_seeds.parquet'}")
     console.print(f"figure: {root / 'emergence_seeds.png'}")
+
+
+@app.command()
+def percolation(
+    sizes: str = typer.Option("8,16,32", help="canvas sizes N, comma-separated"),
+    fractions: str = typer.Option(
+        "0.002,0.003,0.005,0.007,0.01,0.015,0.02,0.03,0.05,0.07,0.1,0.15,0.2,0.3,0.5,0.7,1.0",
+        help="keep probabilities λ, comma-separated",
+    ),
+    thresholds: str = typer.Option("0.005,0.05", help="overlap thresholds (the paper: 0.005 and 0.05)"),
+    spacing: float = typer.Option(1.0, help="lattice spacing d (both axes)"),
+    sigma: float = typer.Option(1.0, help="bump width σ (both axes)"),
+    trials: int = typer.Option(20, help="Monte Carlo subsamples per (N, λ)"),
+    periodic: bool = typer.Option(False, "--periodic", help="torus: links wrap around the canvas"),
+    target: float = typer.Option(0.5, help="mass ratio that defines the critical dataset size"),
+    out: Path = typer.Option(Path("runs/percolation"), help="folder for percolation.parquet, critical.parquet, figure"),
+    seed: int = typer.Option(0),
+) -> None:
+    """Percolation model of manifold formation: largest-cluster mass ratio of a subsampled bump lattice vs dataset
+    size, the critical dataset size per N and its scaling exponent (size* ∝ N^b)."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from conceptlab.analysis.percolation import critical_dataset_size, percolation_curve
+    from conceptlab.report.percolation_figures import plot_percolation
+    from conceptlab.store.files import write_parquet
+
+    try:
+        ns = [float(x) for x in sizes.split(",")]
+        lams = [float(x) for x in fractions.split(",")]
+        levels = [float(x) for x in thresholds.split(",")]
+    except ValueError:
+        _fail("--sizes, --fractions and --thresholds take comma-separated numbers, e.g. --sizes 8,16,32")
+    if trials < 1:
+        _fail(f"--trials must be ≥ 1, got {trials}")
+    try:
+        curve = pd.concat([percolation_curve(ns, lams, (spacing, spacing), (sigma, sigma), t, trials, periodic, seed=seed)
+                           for t in levels], ignore_index=True)
+        critical = pd.concat([critical_dataset_size(curve[curve["threshold"] == t], target).assign(threshold=t)
+                              for t in levels], ignore_index=True)
+    except ValueError as err:
+        _fail(str(err))
+    table = Table("threshold", "N", "critical dataset size", "of M nodes", "λ_c", box=None)
+    for r in critical.itertuples():
+        m = int(curve[(curve["N"] == r.N)]["nodes"].iloc[0])
+        lam = f"{r.critical_dataset_size / m:.3f}" if np.isfinite(r.critical_dataset_size) else "-"
+        size = "never reached" if not np.isfinite(r.critical_dataset_size) else f"{r.critical_dataset_size:.1f}"
+        size = f"≤ {size} (smallest λ already percolates)" if r.censored else size
+        table.add_row(f"{r.threshold:g}", f"{r.N:g}", size, str(m), lam)
+    console.print(table)
+    for t in levels:
+        part = critical[(critical["threshold"] == t) & np.isfinite(critical["critical_dataset_size"]) & ~critical["censored"]]
+        if len(part) >= 2:
+            b = np.polyfit(np.log(part["N"].astype(float)), np.log(part["critical_dataset_size"].astype(float)), 1)[0]
+            console.print(f"threshold {t:g}: critical size ∝ N^{b:.2f}")
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(out / "percolation.parquet", curve)
+    write_parquet(out / "critical.parquet", critical)
+    fig = plot_percolation(curve, critical, target)
+    fig.savefig(out / "percolation.png", dpi=120)
+    plt.close(fig)
+    console.print(f"tables and figure: {out}")
 
 
 # ---------------------------------------------------------------- sweeps and the results store
@@ -298,16 +379,33 @@ def sweep_report_cmd(
     axis: str = typer.Option("data.color_separation", help="the swept config key on the x axis"),
     split: str = typer.Option("train", help="learning times of this split: train or held_out"),
 ) -> None:
-    """Learning time per concept vs the swept key and vs concept signal (mean ± spread over seeds), and its figure."""
+    """What the sweep's runs measured, across the sweep: learning time per concept vs the swept key and vs concept
+    signal (mean ± spread over seeds, with its figure), and, for hidden-emergence runs, the cross-seed emergence
+    report (emergence step per intervention, capability vs behavior)."""
+    from conceptlab.experiments.sweep import sweep_root_of
+
+    try:
+        root = sweep_root_of(target)
+    except (ConfigError, ValueError) as err:
+        _fail(str(err))
+    has_learning = any(root.rglob("learning_times.parquet"))
+    has_emergence = any(root.rglob("emergence.parquet"))
+    if not (has_learning or has_emergence):
+        _fail(f"{root}: no finished concept-space or hidden-emergence runs to report (run the sweep first)")
+    if has_learning:
+        _learning_time_report(root, figure, axis, split)
+    if has_emergence:
+        emergence_report_cmd(root)
+
+
+def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: str) -> None:
     import matplotlib.pyplot as plt
 
     from conceptlab.analysis.concept_signal import learning_time_by_axis, learning_time_table
-    from conceptlab.experiments.sweep import sweep_root_of
     from conceptlab.report.sweep_figures import plot_learning_time_vs_signal
     from conceptlab.store.index import StoreError, open_store
 
     try:
-        root = sweep_root_of(target)
         with open_store(root) as store:
             long = learning_time_table(store.runs(), store.table("learning_times"), axis, split)
     except (ConfigError, StoreError, ValueError) as err:

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -92,3 +93,32 @@ def test_bad_input():
         mass_ratio_samples(8, (1.0, 1.0), (0.0, 1.0), 0.5)
     with pytest.raises(ValueError, match="mode"):
         mass_ratio_samples(8, (1.0, 1.0), (1.0, 1.0), 0.5, mode="exact")
+
+
+def test_critical_size_is_where_the_ratio_stays_above_target_not_the_trivial_small_subsamples():
+    """One kept node is its own largest cluster: the ratio starts at 1, dips, then percolates; the critical size is
+    the last crossing from below."""
+    curve = pd.DataFrame({"N": 8, "dataset_size": [1.0, 2.0, 8.0, 16.0, 32.0, 64.0],
+                          "mass_ratio": [1.0, 0.8, 0.2, 0.3, 0.7, 1.0], "fraction_of_all": 0.0})
+    crit = critical_dataset_size(curve, 0.5)["critical_dataset_size"].iloc[0]
+    assert 16.0 < crit < 32.0
+    never = curve.assign(mass_ratio=[1.0, 0.8, 0.2, 0.3, 0.4, 0.45])
+    assert np.isnan(critical_dataset_size(never, 0.5)["critical_dataset_size"].iloc[0])
+    with pytest.raises(ValueError, match="column"):
+        critical_dataset_size(curve, 0.5, column="nope")
+
+
+def test_percolation_command_writes_tables_and_figure(tmp_path):
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    out = tmp_path / "perc"
+    result = CliRunner().invoke(app, ["percolation", "--sizes", "16,32", "--fractions", "0.02,0.05,0.1,0.3,1",
+                                      "--thresholds", "0.05", "--trials", "3", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "λ_c" in result.output and "critical size ∝ N^" in result.output
+    critical = pd.read_parquet(out / "critical.parquet")
+    assert list(critical["N"]) == [16.0, 32.0] and (out / "percolation.png").is_file()
+    bad = CliRunner().invoke(app, ["percolation", "--sizes", "a,b", "--out", str(out)])
+    assert bad.exit_code == 2 and "comma-separated numbers" in bad.output

@@ -60,3 +60,22 @@ def test_report_says_when_naive_is_not_beaten(tmp_path):
 def test_no_runs_is_one_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no finished run with hidden-emergence results"):
         emergence_report(tmp_path)
+
+
+def test_sweep_report_gives_the_emergence_report_of_a_hidden_emergence_sweep(tmp_path):
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+    from conceptlab.experiments.sweep import MANIFEST
+
+    sweep = tmp_path / "sweep"
+    for seed, values in SEEDS.items():
+        _fake_run(sweep / "runs" / f"run{seed}", seed, *values)
+    (sweep / MANIFEST).write_text("{}")
+    result = CliRunner().invoke(app, ["sweep-report", str(sweep)])
+    assert result.exit_code == 0, result.output
+    assert "held-out 11 over 3 seeds" in result.output and (sweep / "emergence_seeds.png").is_file()
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / MANIFEST).write_text("{}")
+    result = CliRunner().invoke(app, ["sweep-report", str(tmp_path / "empty")])
+    assert result.exit_code == 2 and "no finished concept-space or hidden-emergence runs" in result.output

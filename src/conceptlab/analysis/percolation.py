@@ -180,14 +180,24 @@ def percolation_curve(
     return pd.DataFrame(rows)
 
 
-def critical_dataset_size(curve: pd.DataFrame, target: float = 0.5) -> pd.DataFrame:
-    """Per N: the dataset size where the mean mass ratio first reaches `target`, interpolated in log size (NaN if never)."""
+def critical_dataset_size(curve: pd.DataFrame, target: float = 0.5, column: str = "mass_ratio") -> pd.DataFrame:
+    """Per N: the dataset size beyond which the mean `column` (mass_ratio or fraction_of_all) stays ≥ `target`,
+    interpolated in log size (NaN if it ends below; the smallest size, flagged `censored`, if it never dips below).
+
+    "Stays", not "first reaches": a tiny subsample is trivially one cluster (one kept node is its own largest
+    cluster, ratio 1), so the mass ratio starts high, dips, and rises again through percolation; the crossing that
+    matters is the last one from below.
+    """
     if not 0.0 < target <= 1.0:
         raise ValueError(f"target mass ratio must be in (0, 1], got {target}")
+    if column not in ("mass_ratio", "fraction_of_all"):
+        raise ValueError(f"column must be mass_ratio or fraction_of_all, got {column!r}")
     out = []
     for n, g in curve.groupby("N", sort=True):
         g = g[g["dataset_size"] > 0].sort_values("dataset_size")
-        size, ratio = g["dataset_size"].to_numpy(float), g["mass_ratio"].to_numpy(float)
-        out.append({"N": n, "critical_dataset_size": threshold_crossing(size, ratio, target)})
+        size, ratio = g["dataset_size"].to_numpy(float), g[column].to_numpy(float)
+        below = np.flatnonzero(ratio < target)
+        start = int(below[-1]) if len(below) else 0
+        out.append({"N": n, "critical_dataset_size": threshold_crossing(size[start:], ratio[start:], target),
+                    "censored": not len(below)})
     return pd.DataFrame(out)
-
