@@ -61,3 +61,13 @@ def test_bad_config_is_rejected(kw, match):
         AttributeClassifierConfig(**kw)
     with pytest.raises(ValueError, match="colour"):
         num_classes("colour")
+
+
+def test_levels_restrict_the_training_factors():
+    cfg = AttributeClassifierConfig(attributes=("wall_hue", "shape"), levels={"wall_hue": (0, 3, 6)})
+    factors = random_factors(300, {"scale": 4}, torch.Generator().manual_seed(0), cfg.levels)
+    assert set(factors[:, FACTORS.index("wall_hue")].tolist()) == {0, 3, 6}
+    assert (factors[:, FACTORS.index("scale")] == 4).all()
+    assert "levels" not in AttributeClassifierConfig().to_dict()  # unrestricted cache keys unchanged
+    with pytest.raises(ValueError, match="levels wall_hue"):
+        AttributeClassifierConfig(levels={"wall_hue": (0, 12)})

@@ -395,6 +395,7 @@ class CompositionEvalConfig(_Strict):
     sample_steps: int | None = Field(None, ge=1, description="override diffusion.sample_steps")
     guidance_scale: float | None = Field(None, ge=0.0, description="override diffusion.guidance_scale")
     every: int = Field(1, ge=1, description="evaluate every k-th checkpoint (the last one always)")
+    max_batch: int = Field(512, ge=1, description="images per sampling pass (all regions are sampled together)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
 
@@ -404,12 +405,18 @@ class GeometryConfig(_Strict):
 
     hook: str = Field("mid.blocks.1.hook_out", description="hook point read (the paper's 'layer 4': after the bottleneck)")
     t: float = Field(0.5, ge=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
-    pool: Literal["flatten", "mean"] = "mean"
+    pool: Literal["flatten", "mean"] = Field("mean", description="spatial activations: flatten or mean over space")
+    input: Literal["data", "noise"] = Field(
+        "data", description="data: the noised ground-truth image of each label; noise: one shared noise image"
+    )
     labels: int = Field(1024, ge=16, description="at most this many 2D labels (a sub-lattice) per checkpoint")
     every: int = Field(1, ge=1, description="every k-th checkpoint (the last one always)")
     homology: bool = Field(True, description="persistent homology of the final checkpoint's cloud")
     homology_points: int = Field(400, ge=20)
     homology_dims: int = Field(6, ge=2, description="PCA dimensions kept before Vietoris–Rips")
+    homology_landmarks: int | None = Field(
+        200, ge=20, description="ripser greedy landmarks (keeps H2 affordable); None: all homology_points"
+    )
     persistence_threshold: float = Field(0.1, ge=0.0, description="bars shorter than this fraction of the diameter are noise")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
@@ -437,6 +444,12 @@ class AbstractionsConfig(_Strict):
     classifier_images: int = Field(3000, ge=50)
     classifier_epochs: int = Field(6, ge=1)
     classifier_min_accuracy: float = Field(0.99, ge=0.0, le=1.0, description="held-out accuracy the classifier must reach")
+    classifier_lr: float = Field(5e-3, gt=0.0, description="peak learning rate of the attribute classifier")
+    conditional_samples: int = Field(256, ge=1, description="prompted generations read by the classifier (sanity check)")
+    probe_pool: int = Field(2, ge=1, description="linear probes: spatial maps average-pooled to pool×pool")
+    probe_l2: float = Field(1e-3, ge=0.0, description="linear probes: L2 penalty of the logistic regression")
+    batch_size: int = Field(512, ge=1, description="images per forward pass of the measurements")
+    every: int | None = Field(None, ge=1, description="also every k-th checkpoint (None: the final checkpoint only)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
 

@@ -2,7 +2,7 @@
 
 They read the attributes of generated images (e.g. the K forked endings of `models.forking`). Training data are
 renders (`data.shapes3d.render_shapes3d`) of random factor combinations — every factor drawn uniformly unless
-`fixed` pins it to one level, as the data a model was trained on may — with Gaussian pixel noise of a random std in
+`fixed` pins it to one level or `levels` restricts it to some levels, as the data a model was trained on may — with Gaussian pixel noise of a random std in
 [0, noise_std_max] per image (generations are noisier than renders), fresh noise every epoch. The held-out report is
 the accuracy per attribute on `test_images` renders of independently drawn factor combinations with their own noise.
 Trained classifiers are cached by config hash (`load_or_train_attribute_classifier`), like the concept probe.
@@ -36,6 +36,7 @@ class AttributeClassifierConfig:
     attributes: tuple[str, ...] = ("wall_hue", "shape")
     image_size: int = 16
     fixed: Mapping[str, int] = field(default_factory=dict)  # factor → level held fixed in the training renders
+    levels: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # factor → the only levels drawn (default all)
     width: int = 16
     train_images: int = 6000
     test_images: int = 2000
@@ -51,6 +52,11 @@ class AttributeClassifierConfig:
             check_attributes([name])
             if not 0 <= level < FACTOR_SIZES[FACTORS.index(name)]:
                 raise ValueError(f"fixed {name}={level} out of range [0, {FACTOR_SIZES[FACTORS.index(name)]})")
+        for name, chosen in self.levels.items():
+            check_attributes([name])
+            k = FACTOR_SIZES[FACTORS.index(name)]
+            if len(set(chosen)) != len(chosen) or len(chosen) < 2 or not all(0 <= v < k for v in chosen):
+                raise ValueError(f"levels {name}={list(chosen)} must be ≥ 2 distinct levels in [0, {k})")
         pinned = set(self.attributes) & set(self.fixed)
         if pinned:
             raise ValueError(f"attributes {sorted(pinned)} are fixed to one level; a classifier needs them to vary")
@@ -58,7 +64,11 @@ class AttributeClassifierConfig:
             raise ValueError(f"need image_size ≥ 8, width ≥ 4 and positive image counts/epochs, got {self}")
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "attributes": list(self.attributes), "fixed": dict(self.fixed)}
+        out = {**asdict(self), "attributes": list(self.attributes), "fixed": dict(self.fixed)}
+        out.pop("levels")  # only when set, so the cache keys of unrestricted classifiers stay as they were
+        if self.levels:
+            out["levels"] = {k: list(v) for k, v in self.levels.items()}
+        return out
 
 
 def check_attributes(names) -> list[str]:
@@ -98,9 +108,15 @@ class AttributeClassifier(nn.Module):
         return {a: head(h) for a, head in self.heads.items()}
 
 
-def random_factors(n: int, fixed: Mapping[str, int], generator: torch.Generator) -> Tensor:
-    """Factor levels [n, 6]: uniform per factor, except `fixed` factors at their level."""
+def random_factors(
+    n: int, fixed: Mapping[str, int], generator: torch.Generator, levels: Mapping[str, tuple[int, ...]] | None = None
+) -> Tensor:
+    """Factor levels [n, 6]: uniform per factor (over its `levels` where given), except `fixed` factors at their
+    level."""
     cols = [torch.randint(0, k, (n,), generator=generator) for k in FACTOR_SIZES]
+    for name, chosen in (levels or {}).items():
+        pick = torch.randint(0, len(chosen), (n,), generator=generator)
+        cols[FACTORS.index(name)] = torch.tensor(list(chosen), dtype=torch.long)[pick]
     for name, level in fixed.items():
         cols[FACTORS.index(name)] = torch.full((n,), int(level))
     return torch.stack(cols, 1)
@@ -141,7 +157,7 @@ def train_attribute_classifier(cfg: AttributeClassifierConfig) -> tuple[Attribut
         torch.manual_seed(cfg.seed)
         model = AttributeClassifier(cfg.attributes, cfg.width)
     g = torch.Generator().manual_seed(cfg.seed)
-    factors = random_factors(cfg.train_images, cfg.fixed, g)
+    factors = random_factors(cfg.train_images, cfg.fixed, g, cfg.levels)
     clean = _render(factors, cfg.image_size)
     labels = factors[:, [FACTORS.index(a) for a in cfg.attributes]]
     steps_per_epoch = math.ceil(cfg.train_images / cfg.batch_size)
@@ -163,7 +179,7 @@ def train_attribute_classifier(cfg: AttributeClassifierConfig) -> tuple[Attribut
     model.eval()
     train_seconds = time.perf_counter() - start
     test_g = torch.Generator().manual_seed(cfg.seed + 1_000_003)
-    test_factors = random_factors(cfg.test_images, cfg.fixed, test_g)
+    test_factors = random_factors(cfg.test_images, cfg.fixed, test_g, cfg.levels)
     test_images = _noisy(_render(test_factors, cfg.image_size), cfg.noise_std_max, test_g)
     held_out = attribute_accuracy(model, test_images, test_factors)
     return model, {

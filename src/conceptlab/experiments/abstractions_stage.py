@@ -1,0 +1,436 @@
+"""The `shapes3d` evaluation: when along generation a VE model commits to each attribute (Franzese et al. 2024).
+
+Generation time τ runs from 0 (pure noise, σ_max) to 1 (data, σ_min). At the final checkpoint (and every `every`-th
+one if set) of a run trained on `data.kind: shapes3d`, three measurements, all per attribute V:
+
+  mutual_information  I(V; Y_0..τ) by the denoiser-difference estimator (conditional denoiser given V alone vs the
+                      unconditional one, both the same network under attribute-label dropout), midpoint rule over
+                      `mi_points` τ-cells; reference H(V) = ln K.
+  forking_entropy     `roots` unconditional trajectories forked at each τ of `taus` into `forks` endings, read by an
+                      attribute classifier trained on ground-truth renders; entropy of the endings' classes / ln K
+                      (reference 1 = the prior).
+  linear_probe        held-out accuracy of a logistic regression on activations at `probe_hook` of forward-noised
+                      renders under the null prompt (so the label cannot leak through the conditioning); reference
+                      chance = 1/K.
+
+plus a sanity check (prompted generations read as their prompt by the classifier, which must itself reach
+`classifier_min_accuracy` on held-out renders). The commitment time of each attribute under each measure is the τ at
+which its curve has gone `commitment_level` of the way from start to end — `analysis.commitment`; mutual information
+from 0 to H(V), forking entropy from its first to its last value, probe accuracy from chance to its last value.
+Mutual information is also scored against its own final value
+(`mutual_information_final`, not a primary measure: an imperfect network's estimate overshoots H(V) at small σ).
+The measures' agreement is the Spearman correlation of their commitment times; each attribute's pixel footprint
+(fraction of pixels that change when it alone changes) tells which attribute the theory says commits first.
+The classifier is trained on procedural renders, also for `data.source: h5` (then the conditional accuracy is the
+check that it reads the real images).
+
+Files (run folder): `abstractions/step_XXXXXXX/{conditional.json, mutual_information.parquet,
+forking_entropy.parquet, linear_probe.parquet}` (each written atomically and skipped when present, so an interrupted
+evaluation resumes piece by piece), `abstractions.parquet` (long: run, step, measure, attribute, tau, sigma, logsnr,
+value, stderr, reference, reference_name), `commitment.parquet` (run, step, measure, attribute, commitment_tau,
+commitment_sigma, commitment_logsnr, start, end, level, rank, primary) and `figures/abstractions.png`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import torch
+from rich.console import Console
+from scipy.stats import spearmanr
+from torch import Tensor, nn
+
+from conceptlab.analysis.commitment import (
+    commitment_order,
+    commitment_table,
+    measure_agreement,
+)
+from conceptlab.analysis.forking_entropy import forking_entropy_curves
+from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations
+from conceptlab.analysis.mutual_information import mutual_information_curve
+from conceptlab.analysis.representation import check_hook
+from conceptlab.experiments.config import AbstractionsConfig, RunConfig
+from conceptlab.experiments.progress import progress_bar
+from conceptlab.models.forking import network_denoiser
+from conceptlab.probes.attribute_classifier import (
+    AttributeClassifierConfig,
+    load_or_train_attribute_classifier,
+)
+from conceptlab.store.files import read_json, write_json, write_parquet
+from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint
+from conceptlab.train.trainer import load_weights
+
+MEASURES = ("mutual_information", "forking_entropy", "linear_probe")  # the primary measures, in figure order
+PIECES = ("conditional", *MEASURES)
+COLUMNS = ["run", "step", "measure", "attribute", "tau", "sigma", "logsnr", "value", "stderr", "reference",
+           "reference_name"]
+
+
+def _config(cfg: RunConfig) -> AbstractionsConfig:
+    if cfg.eval.abstractions is None:  # RunConfig fills it for shapes3d; guard direct callers
+        return AbstractionsConfig()
+    return cfg.eval.abstractions
+
+
+def check(cfg: RunConfig, model: nn.Module) -> None:
+    """Fail before training on what would only break the evaluation: an unknown probe hook point."""
+    check_hook(model.net, _config(cfg).probe_hook)
+
+
+# -- classifier ---------------------------------------------------------------------------------------------------
+def classifier_config(cfg: RunConfig, dgp) -> AttributeClassifierConfig:
+    """The attribute classifier of a run: its attributes, the world's fixed factors and chosen levels."""
+    a = _config(cfg)
+    restricted = {name: tuple(dgp.levels[name]) for name in dgp.attributes
+                  if len(dgp.levels[name]) < _factor_size(name)}
+    return AttributeClassifierConfig(
+        attributes=tuple(dgp.attributes), image_size=dgp.image_size, fixed=dict(dgp.fixed), levels=restricted,
+        width=a.classifier_width, train_images=a.classifier_images, epochs=a.classifier_epochs, lr=a.classifier_lr,
+        seed=a.seed,
+    )
+
+
+def _factor_size(name: str) -> int:
+    from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS
+
+    return FACTOR_SIZES[FACTORS.index(name)]
+
+
+def load_classifier(cfg: RunConfig, dgp) -> tuple[nn.Module, dict]:
+    """The cached (or freshly trained) attribute classifier; ValueError (one line) below `classifier_min_accuracy`."""
+    a = _config(cfg)
+    classifier, report = load_or_train_attribute_classifier(classifier_config(cfg, dgp))
+    if report["min_accuracy"] < a.classifier_min_accuracy:
+        per = ", ".join(f"{k} {v:.3f}" for k, v in report["held_out_accuracy"].items())
+        raise ValueError(
+            f"attribute classifier held-out accuracy {report['min_accuracy']:.3f} ({per}) is below "
+            f"eval.abstractions.classifier_min_accuracy {a.classifier_min_accuracy}; train it longer "
+            f"(classifier_epochs, classifier_images, classifier_width)"
+        )
+    return classifier.eval(), report
+
+
+def attribute_reader(classifier: nn.Module, dgp, batch_size: int = 512) -> Callable[[Tensor], dict[str, Tensor]]:
+    """images [N, 3, S, S] in [0, 1] → {attribute: class [N]} (position among the world's levels; the classifier's
+    logits restricted to those levels)."""
+    device = next(classifier.parameters()).device
+    columns = {name: torch.tensor(dgp.levels[name], device=device) for name in dgp.attributes}
+
+    @torch.no_grad()
+    def read(images: Tensor) -> dict[str, Tensor]:
+        parts: dict[str, list[Tensor]] = {name: [] for name in dgp.attributes}
+        for i in range(0, images.shape[0], batch_size):
+            logits = classifier(images[i : i + batch_size].to(device, torch.float32))
+            for name in dgp.attributes:
+                parts[name].append(logits[name][:, columns[name]].argmax(1).cpu())
+        return {name: torch.cat(p) for name, p in parts.items()}
+
+    return read
+
+
+# -- footprint ----------------------------------------------------------------------------------------------------
+def pixel_footprint(dgp, bases: int = 16, seed: int = 0, threshold: float = 1e-3) -> dict[str, float]:
+    """Per attribute, the mean fraction of pixels that change when that attribute alone runs through its levels
+    (over `bases` random combinations of the others)."""
+    g = torch.Generator().manual_seed(seed)
+    base = dgp.classes[torch.randint(len(dgp.classes), (bases,), generator=g)]
+    out = {}
+    for j, name in enumerate(dgp.attributes):
+        k = len(dgp.levels[name])
+        classes = base.repeat_interleave(k, 0)
+        classes[:, j] = torch.arange(k).repeat(bases)
+        images = dgp.render(classes)
+        images = images.reshape(bases, k, *images.shape[1:])
+        spread = images.amax(1) - images.amin(1)  # [bases, 3, S, S]
+        out[name] = float((spread.amax(1) > threshold).float().mean())
+    return out
+
+
+# -- the measurements ---------------------------------------------------------------------------------------------
+def _sigma_logsnr(process, taus) -> tuple[list[float], list[float]]:
+    sigma = process.sigma(1.0 - torch.as_tensor(taus, dtype=torch.float64))
+    return sigma.tolist(), (-2.0 * sigma.log()).tolist()
+
+
+def _rows(measure: str, attribute: str, taus, values, stderr, process, reference: float, name: str) -> pd.DataFrame:
+    sigma, logsnr = _sigma_logsnr(process, list(taus))
+    n = len(sigma)
+    return pd.DataFrame({
+        "measure": measure, "attribute": attribute, "tau": [float(t) for t in taus], "sigma": sigma,
+        "logsnr": logsnr, "value": [float(v) for v in values],
+        "stderr": [float(v) for v in stderr] if stderr is not None else [math.nan] * n,
+        "reference": float(reference), "reference_name": name,
+    })
+
+
+def _model_space_data(dgp, process, device) -> tuple[Tensor, Tensor]:
+    return process.to_model_space(dgp.all_images()).to(device), dgp.classes
+
+
+@torch.no_grad()
+def conditional_accuracy(a: AbstractionsConfig, dgp, model, read) -> dict[str, float]:
+    """Prompted generations (random combinations, every attribute given) read back as their prompt, per attribute."""
+    device = next(model.parameters()).device
+    g = torch.Generator().manual_seed(a.seed + 11)
+    classes = dgp.classes[torch.randint(len(dgp.classes), (a.conditional_samples,), generator=g)]
+    prompts = dgp.make_prompt(classes).to(device)
+    gen = torch.Generator(device=device).manual_seed(a.seed + 12)
+    images = torch.cat([model.sample(prompts[i : i + a.batch_size], a.sample_steps, gen).float().cpu()
+                        for i in range(0, len(prompts), a.batch_size)])
+    got = read(images)
+    return {name: float((got[name] == classes[:, j]).float().mean()) for j, name in enumerate(dgp.attributes)}
+
+
+@torch.no_grad()
+def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
+    """I(V; Y_0..τ) per attribute on the midpoint-rule grid (τ = 0, 1/P, ..., 1), reference H(V) = ln K."""
+    process, net = model.process, model.net
+    device = next(model.parameters()).device
+    x_all, classes = _model_space_data(dgp, process, device)
+    parts = []
+    for j, name in enumerate(dgp.attributes):
+        def d_cond(x, sigma, v, name=name):
+            return process.denoise_ve(net, x, sigma, dgp.prompt.only(name, v.cpu()).to(x.device))
+
+        def d_uncond(x, sigma):
+            return process.denoise_ve(net, x, sigma, dgp.prompt.null(x.shape[0]).to(x.device))
+
+        def pairs(n, g, j=j):
+            idx = torch.randint(len(classes), (n,), generator=g)
+            return x_all[idx.to(device)], classes[idx, j]
+
+        curve = mutual_information_curve(d_cond, d_uncond, pairs, process, points=a.mi_points,
+                                         samples_per_point=a.mi_samples, batch_size=a.batch_size, seed=a.seed + j)
+        k = len(dgp.levels[name])
+        parts.append(_rows("mutual_information", name, curve.tau.tolist(), curve.mi, curve.stderr, process,
+                           math.log(k), "H(V)"))
+    return pd.concat(parts, ignore_index=True)
+
+
+@torch.no_grad()
+def forking_entropy_table(a: AbstractionsConfig, dgp, model, read) -> pd.DataFrame:
+    """Forking entropy / ln K of unconditional generations at each τ of `taus`, reference 1 (the prior)."""
+    process = model.process
+    device = next(model.parameters()).device
+    sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
+    gen = torch.Generator(device=device).manual_seed(a.seed + 21)
+    curves = forking_entropy_curves(
+        process, network_denoiser(process, model.net), dgp.prompt.null(a.roots).to(device), model.image_shape,
+        a.taus, a.forks, lambda endings: read(process.to_image_space(endings)), sizes, a.sample_steps, gen,
+        normalise=True, batch_size=a.batch_size,
+    )
+    return pd.concat([_rows("forking_entropy", name, a.taus, c.entropy, c.stderr, process, 1.0, "H(V)/ln K")
+                      for name, c in curves.items()], ignore_index=True)
+
+
+def probe_rows(n_rows: int, n_classes: int, seed: int) -> Tensor:
+    """Row indices into the combinations: a random subset, or every combination (then a random remainder)."""
+    g = torch.Generator().manual_seed(seed)
+    if n_rows <= n_classes:
+        return torch.randperm(n_classes, generator=g)[:n_rows]
+    tiles = torch.arange(n_classes).repeat(n_rows // n_classes)
+    return torch.cat([tiles, torch.randperm(n_classes, generator=g)[: n_rows - len(tiles)]])
+
+
+@torch.no_grad()
+def linear_probe_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
+    """Held-out linear-probe accuracy at each τ of `taus` (null prompt), reference chance = 1/K."""
+    process = model.process
+    device = next(model.parameters()).device
+    x_all, classes = _model_space_data(dgp, process, device)
+    idx = probe_rows(a.probe_images, len(classes), a.seed + 31)
+    x = x_all[idx.to(device)]
+    gen = torch.Generator(device=device).manual_seed(a.seed + 32)
+    acts = noisy_activations(process, model.net, a.probe_hook, x, a.taus, dgp.prompt.null(len(x)).to(device), gen,
+                             batch_size=a.batch_size, pool=a.probe_pool).cpu()
+    labels = {name: classes[idx, j] for j, name in enumerate(dgp.attributes)}
+    sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
+    curves = linear_probe_curves(acts, a.taus, labels, sizes, test_fraction=a.probe_test_fraction, l2=a.probe_l2,
+                                 seed=a.seed + 33)
+    return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, None, process, c.chance, "chance")
+                      for name, c in curves.items()], ignore_index=True)
+
+
+# -- commitment ---------------------------------------------------------------------------------------------------
+def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
+    """Commitment times of one checkpoint's curves (long table) per measure × attribute, with σ and log-SNR, the
+    start/end levels used and the rank within each measure (1 = first)."""
+    tables: dict[str, dict[str, tuple[Tensor, Tensor]]] = {}
+    starts: dict[str, dict[str, float]] = {}
+    ends: dict[str, dict[str, float]] = {}
+    for (measure, attribute), g in curves.groupby(["measure", "attribute"], sort=False):
+        g = g.sort_values("tau")
+        tables.setdefault(measure, {})[attribute] = (torch.tensor(g["tau"].values), torch.tensor(g["value"].values))
+        ref = float(g["reference"].iloc[0])
+        first, last = float(g["value"].iloc[0]), float(g["value"].iloc[-1])
+        if measure == "mutual_information":
+            starts.setdefault(measure, {})[attribute], ends.setdefault(measure, {})[attribute] = 0.0, ref
+            starts.setdefault("mutual_information_final", {})[attribute] = 0.0
+            ends.setdefault("mutual_information_final", {})[attribute] = last
+        elif measure == "linear_probe":
+            starts.setdefault(measure, {})[attribute], ends.setdefault(measure, {})[attribute] = ref, last
+        else:
+            starts.setdefault(measure, {})[attribute], ends.setdefault(measure, {})[attribute] = first, last
+    if "mutual_information" in tables:
+        tables["mutual_information_final"] = tables["mutual_information"]
+    table = commitment_table(tables, fraction=level, starts=starts, ends=ends)
+    rows = []
+    for measure in table.columns:
+        order = commitment_order(table, measure)
+        for attribute in table.index:
+            tau = float(table.loc[attribute, measure])
+            sigma = math.nan if math.isnan(tau) else float(process.sigma(torch.tensor(1.0 - tau, dtype=torch.float64)))
+            rows.append({
+                "measure": measure, "attribute": attribute, "commitment_tau": tau, "commitment_sigma": sigma,
+                "commitment_logsnr": -2.0 * math.log(sigma) if not math.isnan(sigma) else math.nan,
+                "start": starts[measure][attribute], "end": ends[measure][attribute], "level": level,
+                "rank": (order.index(attribute) + 1) if not math.isnan(tau) else None,
+                "primary": measure in MEASURES,
+            })
+    out = pd.DataFrame(rows)
+    out["rank"] = out["rank"].astype("Int64")
+    return out
+
+
+def _wide(commit: pd.DataFrame) -> pd.DataFrame:
+    return commit[commit["primary"]].pivot(index="attribute", columns="measure", values="commitment_tau")
+
+
+def _steps_to_evaluate(checkpoints: list[tuple[int, Path]], every: int | None) -> list[tuple[int, Path]]:
+    if not checkpoints:
+        return []
+    chosen = [c for i, c in enumerate(checkpoints) if every is not None and (i + 1) % every == 0]
+    return sorted(set(chosen) | {checkpoints[-1]})
+
+
+# -- the stage ----------------------------------------------------------------------------------------------------
+def evaluate(
+    cfg: RunConfig, run_dir: Path, dgp, model, console: Console, progress: bool
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Measure commitment at the chosen checkpoints (resumably), write the tables and figure; returns (summary
+    fields, seconds per part)."""
+    a = _config(cfg)
+    run_dir = Path(run_dir)
+    seconds = {"classifier": 0.0, "conditional": 0.0, **{m: 0.0 for m in MEASURES}, "report": 0.0}
+    todo = _steps_to_evaluate(list_checkpoints(run_dir / "checkpoints"), a.every)
+    if not todo:
+        raise FileNotFoundError(f"no checkpoints in {run_dir / 'checkpoints'} to evaluate")
+    began = time.perf_counter()
+    classifier, clf_report = load_classifier(cfg, dgp)
+    device = next(model.parameters()).device
+    classifier = classifier.to(device)
+    read = attribute_reader(classifier, dgp, a.batch_size)
+    seconds["classifier"] = time.perf_counter() - began
+    pieces = {
+        "mutual_information": lambda: mutual_information_table(a, dgp, model),
+        "forking_entropy": lambda: forking_entropy_table(a, dgp, model, read),
+        "linear_probe": lambda: linear_probe_table(a, dgp, model),
+    }
+    model.eval()
+    with progress_bar(console, progress) as bar:
+        task = bar.add_task("abstractions", total=len(todo) * len(PIECES), info="")
+        for step, path in todo:
+            folder = run_dir / "abstractions" / f"step_{step:07d}"
+            missing = [p for p in PIECES if not (folder / (p + (".json" if p == "conditional" else ".parquet"))).is_file()]
+            bar.update(task, advance=len(PIECES) - len(missing))
+            if not missing:
+                continue
+            tensors, _ = load_checkpoint(path)
+            load_weights(model, tensors, use_ema=a.use_ema)
+            model.eval()
+            for piece in missing:
+                bar.update(task, info=f"step {step}: {piece}")
+                t0 = time.perf_counter()
+                if piece == "conditional":
+                    write_json(folder / "conditional.json", conditional_accuracy(a, dgp, model, read))
+                else:
+                    write_parquet(folder / f"{piece}.parquet", pieces[piece]())
+                seconds[piece] += time.perf_counter() - t0
+                bar.update(task, advance=1)
+    t0 = time.perf_counter()
+    summary = finalize(cfg, run_dir, dgp, model.process, [s for s, _ in todo], clf_report)
+    seconds["report"] = time.perf_counter() - t0
+    return summary, seconds
+
+
+def finalize(cfg: RunConfig, run_dir: Path, dgp, process, steps: list[int], clf_report: dict) -> dict[str, Any]:
+    """Collect the pieces into `abstractions.parquet` and `commitment.parquet`, draw the figure; the summary."""
+    import matplotlib.pyplot as plt
+
+    from conceptlab.report.abstraction_figures import plot_abstractions
+
+    a = _config(cfg)
+    run_dir = Path(run_dir)
+    curves, commits = [], []
+    for step in steps:
+        folder = run_dir / "abstractions" / f"step_{step:07d}"
+        part = pd.concat([pd.read_parquet(folder / f"{m}.parquet") for m in MEASURES], ignore_index=True)
+        part.insert(0, "step", step)
+        curves.append(part)
+        c = commitment(part, a.commitment_level, process)
+        c.insert(0, "step", step)
+        commits.append(c)
+    table = pd.concat(curves, ignore_index=True)
+    table.insert(0, "run", run_dir.name)
+    commit = pd.concat(commits, ignore_index=True)
+    commit.insert(0, "run", run_dir.name)
+    write_parquet(run_dir / "abstractions.parquet", table[COLUMNS])
+    write_parquet(run_dir / "commitment.parquet", commit)
+
+    final = max(steps)
+    last = commit[commit["step"] == final]
+    wide = _wide(last)[list(MEASURES)]
+    orders = {m: [att for att in commitment_order(wide, m) if not math.isnan(wide.loc[att, m])] for m in MEASURES}
+    agreement = measure_agreement(wide)
+    footprint = pixel_footprint(dgp, seed=a.seed)
+    largest = max(footprint, key=footprint.get)
+    first = {m: bool(orders[m] and orders[m][0] == largest) for m in MEASURES}
+    footprint_rho = {}  # Spearman(−footprint, commitment τ): +1 = the larger the footprint, the earlier
+    for m in MEASURES:
+        both = wide[m].dropna()
+        fp = pd.Series(footprint)[both.index]
+        rho = float(spearmanr(-fp, both).statistic) if len(both) >= 2 and fp.nunique() > 1 and both.nunique() > 1 else math.nan
+        footprint_rho[m] = None if math.isnan(rho) else round(rho, 3)
+
+    fig = plot_abstractions(table[table["step"] == final], last,
+                            title=f"{cfg.name} ({run_dir.name}), step {final}")
+    figures_dir = run_dir / "figures"
+    figures_dir.mkdir(exist_ok=True)
+    fig_path = figures_dir / "abstractions.png"
+    fig.savefig(fig_path, dpi=120)
+    plt.close(fig)
+
+    conditional = read_json(run_dir / "abstractions" / f"step_{final:07d}" / "conditional.json")
+
+    def r(x: float) -> float | None:
+        return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+
+    return {
+        "attributes": list(dgp.attributes),
+        "evaluated_steps": [int(s) for s in steps],
+        "final_step": int(final),
+        "classifier_accuracy": {k: r(v) for k, v in clf_report["held_out_accuracy"].items()},
+        "classifier_source": clf_report.get("source"),
+        "conditional_accuracy": {k: r(v) for k, v in conditional.items()},
+        "commitment_tau": {m: {att: r(wide.loc[att, m]) for att in wide.index} for m in MEASURES},
+        "commitment_sigma": {
+            m: {row.attribute: r(row.commitment_sigma) for row in last[last["measure"] == m].itertuples()}
+            for m in MEASURES
+        },
+        "commitment_tau_mi_final": {
+            row.attribute: r(row.commitment_tau)
+            for row in last[last["measure"] == "mutual_information_final"].itertuples()
+        },
+        "commitment_order": orders,
+        "agreement": {f"{row.measure_a} vs {row.measure_b}": r(row.spearman) for row in agreement.itertuples()},
+        "footprint": {k: round(v, 4) for k, v in footprint.items()},
+        "largest_footprint": largest,
+        "largest_footprint_first": first,
+        "largest_footprint_first_all": all(first.values()),
+        "footprint_order_spearman": footprint_rho,
+        "figures": [str(fig_path.relative_to(run_dir))],
+    }

@@ -1,0 +1,77 @@
+"""Figure of latent abstractions: the three commitment measures along generation time τ, one panel per measure.
+
+Takes the tidy tables of `experiments.abstractions_stage` (`abstractions.parquet` and `commitment.parquet`, one
+checkpoint) and returns a matplotlib Figure; nothing here reads or writes files.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+PANELS = {
+    "mutual_information": ("mutual information I(V; Y₀..τ) [nats]", "H(V)"),
+    "forking_entropy": ("forking entropy / ln K", "prior"),
+    "linear_probe": ("linear probe held-out accuracy", "chance"),
+}
+
+
+def plot_abstractions(curves: pd.DataFrame, commitment: pd.DataFrame, title: str = "") -> Figure:
+    """One panel per measure (columns of `PANELS` present in `curves`), one line per attribute vs τ (0 = noise,
+    1 = data), its reference level (H(V), prior entropy, chance) dashed in the same colour, its commitment τ marked by
+    a dotted vertical line; the commitment order in each panel's title; a top axis in log-SNR where `curves` has it.
+
+    `curves`: measure, attribute, tau, value (optional stderr, reference, logsnr); `commitment`: measure, attribute,
+    commitment_tau (other measures, e.g. `mutual_information_final`, are ignored).
+    """
+    measures = [m for m in PANELS if m in set(curves["measure"])]
+    if not measures:
+        raise ValueError(f"no known measure in the curves; expected some of {list(PANELS)}")
+    attributes = list(dict.fromkeys(curves["attribute"]))
+    colors = {a: plt.get_cmap("tab10")(i % 10) for i, a in enumerate(attributes)}
+    fig, axes = plt.subplots(1, len(measures), figsize=(5.2 * len(measures), 4.2), squeeze=False)
+    for ax, measure in zip(axes[0], measures):
+        label = PANELS[measure][0]
+        part = curves[curves["measure"] == measure]
+        times = commitment[commitment["measure"] == measure].set_index("attribute")["commitment_tau"]
+        for a in attributes:
+            g = part[part["attribute"] == a].sort_values("tau")
+            if g.empty:
+                continue
+            ax.plot(g["tau"], g["value"], color=colors[a], label=a, marker="o" if len(g) <= 30 else None, ms=3)
+            if "stderr" in g and g["stderr"].notna().any():
+                err = g["stderr"].fillna(0.0)
+                ax.fill_between(g["tau"], g["value"] - err, g["value"] + err, color=colors[a], alpha=0.15, lw=0)
+            if "reference" in g and g["reference"].notna().any():
+                ax.axhline(float(g["reference"].iloc[0]), color=colors[a], ls="--", lw=0.9, alpha=0.7)
+            tau = float(times.get(a, math.nan))
+            if not math.isnan(tau):
+                ax.axvline(tau, color=colors[a], ls=":", lw=1.2)
+                ax.plot([tau], [float(np.interp(tau, g["tau"], g["value"]))], marker="D", color=colors[a], ms=6)
+        order = [a for a in times.sort_values().index if not math.isnan(float(times[a]))]
+        ax.set_title(f"{measure}\ncommits: {' → '.join(order) if order else 'none'}", fontsize=9)
+        ax.set_xlabel("generation time τ (0 = noise, 1 = data)")
+        ax.set_ylabel(label)
+        ax.set_xlim(0, 1)
+        ax.grid(alpha=0.3)
+        if "logsnr" in part and part["logsnr"].notna().all() and part["tau"].nunique() >= 2:
+            g = part.drop_duplicates("tau").sort_values("tau")
+            t, s = g["tau"].to_numpy(float), g["logsnr"].to_numpy(float)
+            if np.all(np.diff(s) > 0):
+                top = ax.secondary_xaxis("top", functions=(lambda x, t=t, s=s: np.interp(x, t, s),
+                                                           lambda y, t=t, s=s: np.interp(y, s, t)))
+                top.set_xlabel("log-SNR = −2 log σ", fontsize=8)
+                top.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=8, title=f"dashed: {', '.join(PANELS[m][1] for m in measures)}", title_fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
