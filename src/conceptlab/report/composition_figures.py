@@ -1,0 +1,123 @@
+"""Figures of a `bumps` run: generation accuracy per region, effective dimension over training, the final
+representation cloud in its top PCs, its persistence barcode, and generations per region over training.
+
+Every function takes tables / arrays and returns a matplotlib Figure; saving is the caller's job
+(`experiments.composition_stage`).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from conceptlab.report.figures import plot_samples  # noqa: E402
+
+_REGION_STYLE = {"train": ("C0", "--"), "held_out": ("C3", "-")}
+
+
+def plot_generation_accuracy(table: pd.DataFrame, tolerance: float | None = None) -> Figure:
+    """Accuracy vs step: one panel each for x, y and joint, one line per region (held out solid)."""
+    fig, axes = plt.subplots(1, 3, figsize=(11.0, 3.3), sharey=True)
+    for ax, key in zip(axes, ("x", "y", "joint")):
+        for k, (region, rows) in enumerate(table.groupby("region", sort=False)):
+            rows = rows.sort_values("step")
+            color, style = _REGION_STYLE.get(region, (f"C{k + 4}", "-"))
+            ax.plot(rows["step"], rows[key], style, marker="o", ms=3, color=color, label=region)
+        ax.set_title(f"{key}" + (f" (±{tolerance:g} px)" if tolerance else ""))
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.03, 1.03)
+    axes[0].set_ylabel("generation accuracy")
+    axes[-1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_effective_dimension(table: pd.DataFrame) -> Figure:
+    """Effective dimension (participation ratio) and explained variance of the top 4 PCs vs step."""
+    rows = table.sort_values("step")
+    fig, ax = plt.subplots(figsize=(5.8, 3.4))
+    ax.plot(rows["step"], rows["effective_dimension"], "-o", ms=3, color="C0", label="effective dimension")
+    ax.axhline(4, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("effective dimension", color="C0")
+    twin = ax.twinx()
+    twin.plot(rows["step"], rows["explained_variance_top4"], "--", color="C1", label="explained var. top 4")
+    twin.set_ylim(0, 1.02)
+    twin.set_ylabel("explained variance, top 4 PCs", color="C1")
+    hook = rows["hook"].iloc[0] if "hook" in rows else ""
+    ax.set_title(f"{hook}, t = {rows['t'].iloc[0]:g}" if "t" in rows else hook, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pca_projection(projected: np.ndarray, labels: np.ndarray, cyclic: bool = False) -> Figure:
+    """The cloud in its top 3 PCs (3D scatter), coloured by μx (left) and μy (right); a cyclic colour map for
+    periodic labels."""
+    fig = plt.figure(figsize=(9.0, 4.2))
+    dims = min(3, projected.shape[1])
+    for k, (name, values) in enumerate((("μx", labels[:, 0]), ("μy", labels[:, 1]))):
+        ax = fig.add_subplot(1, 2, k + 1, projection="3d" if dims == 3 else None)
+        coords = [projected[:, i] for i in range(dims)]
+        sc = ax.scatter(*coords, c=values, cmap="twilight" if cyclic else "viridis", s=6)
+        ax.set_title(f"coloured by {name}")
+        ax.set_xlabel("PC1")
+        ax.set_ylabel("PC2")
+        if dims == 3:
+            ax.set_zlabel("PC3")
+        fig.colorbar(sc, ax=ax, shrink=0.6)
+    fig.tight_layout()
+    return fig
+
+
+def plot_barcode(diagrams: list[np.ndarray], threshold: float, betti: list[int] | None = None,
+                 infinite: list[int] | None = None) -> Figure:
+    """Persistence barcode per homology dimension (finite bars); bars longer than `threshold` are dark."""
+    fig, axes = plt.subplots(len(diagrams), 1, figsize=(6.0, 1.2 + 1.3 * len(diagrams)), squeeze=False)
+    top = max([float(d[:, 1].max()) for d in diagrams if len(d)] + [threshold, 1e-9])
+    for dim, (ax, d) in enumerate(zip(axes[:, 0], diagrams)):
+        d = d[np.argsort(d[:, 0] - d[:, 1])] if len(d) else d
+        for i, (b, e) in enumerate(d[:60]):
+            ax.plot([b, e], [i, i], color="C0" if e - b > threshold else "0.75", lw=1.5)
+        extra = f", {infinite[dim]} infinite" if infinite else ""
+        beta = f" — β{dim} = {betti[dim]}" if betti else ""
+        ax.set_ylabel(f"H{dim}")
+        ax.set_title(f"H{dim}: {len(d)} finite bars{extra}{beta}", fontsize=8)
+        ax.set_yticks([])
+        ax.set_xlim(0, top * 1.05)
+    axes[-1, 0].set_xlabel(f"filtration radius (bars > {threshold:.3g} count)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_generations(samples: dict[str, torch.Tensor], max_rows: int = 6) -> Figure:
+    """Generations per region over training; `samples` maps 'step_NNNNNNN/region' → uint8 `[n, 1, H, W]`."""
+    by_step: dict[int, dict[str, torch.Tensor]] = {}
+    for key, images in samples.items():
+        step, region = key.split("/", 1)
+        by_step.setdefault(int(step.split("_")[1]), {})[region] = images
+    steps = sorted(by_step)
+    steps = [steps[round(i)] for i in np.linspace(0, len(steps) - 1, min(max_rows, len(steps)))]
+    regions = sorted({r for s in steps for r in by_step[s]}, key=lambda r: (r != "train", r))
+    columns = []
+    for region in regions:
+        n = max(len(by_step[s].get(region, [])) for s in steps)
+        columns += [(region, i) for i in range(n)]
+    grids = {}
+    for s in dict.fromkeys(steps):
+        tiles = []
+        for region, i in columns:
+            imgs = by_step[s].get(region)
+            tile = imgs[i, 0].float().numpy() / 255 if imgs is not None and i < len(imgs) else None
+            tiles.append(tile)
+        shape = next(t.shape for t in tiles if t is not None)
+        tiles = [np.zeros(shape) if t is None else t for t in tiles]
+        grids[s] = np.repeat(np.stack(tiles)[..., None], 3, axis=-1)
+    labels = [f"{region} {i}" if i else region for region, i in columns]
+    return plot_samples(grids, labels, rotate_labels=True)

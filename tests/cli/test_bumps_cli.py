@@ -1,0 +1,47 @@
+"""The bumps pipeline end to end through the CLI on the bumps-micro preset, and its one-line hook error."""
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from conceptlab.cli import app
+
+runner = CliRunner()
+
+
+@pytest.mark.slow
+def test_bumps_micro_run_end_to_end(tmp_path):
+    result = runner.invoke(app, ["run", "bumps-micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    (run_dir,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    for name in ["config.yaml", "data.json", "summary.json", "composition.parquet", "geometry.parquet",
+                 "homology.json", "composition/step_0000010.parquet", "geometry/step_0000020.parquet",
+                 "figures/generation_accuracy.png", "figures/effective_dimension.png", "figures/pca_projection.png",
+                 "figures/barcode.png", "figures/generations.png", "figures/loss.png"]:
+        assert (run_dir / name).is_file(), name
+    acc = pd.read_parquet(run_dir / "composition.parquet")
+    assert len(acc) == 2 * 2 and set(acc["region"]) == {"train", "held_out"}  # checkpoints × regions
+    assert acc[["x", "y", "joint"]].stack().between(0, 1).all() and (acc["run"] == run_dir.name).all()
+    geo = pd.read_parquet(run_dir / "geometry.parquet")
+    assert list(geo["step"]) == [10, 20] and (geo["points"] == 64).all()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["kind"] == "bumps" and summary["checkpoints"] == 2
+    assert set(summary["final_accuracy"]) == {"train", "held_out"} and len(summary["betti"]) == 3
+    assert summary["seconds"]["composition"] > 0 and summary["seconds"]["geometry"] > 0
+
+    again = runner.invoke(app, ["resume", str(run_dir), "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert json.loads((run_dir / "summary.json").read_text())["seconds"]["composition"] == 0.0
+
+
+def test_unknown_geometry_hook_fails_before_training_with_one_line(tmp_path):
+    args = ["run", "bumps-micro", "eval.geometry.hook=mid.blocks.7.hook_out", "--runs-dir", str(tmp_path),
+            "--no-progress", "--threads", "1"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.strip().splitlines() if line.startswith("error")]
+    assert len(lines) == 1 and "mid.blocks.7.hook_out" in lines[0] and "Traceback" not in result.output
+    (run_dir,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
+    assert not (run_dir / "checkpoints").exists()
