@@ -380,8 +380,9 @@ def sweep_report_cmd(
     split: str = typer.Option("train", help="learning times of this split: train or held_out"),
 ) -> None:
     """What the sweep's runs measured, across the sweep: learning time per concept vs the swept key and vs concept
-    signal (mean ± spread over seeds, with its figure), and, for hidden-emergence runs, the cross-seed emergence
-    report (emergence step per intervention, capability vs behavior)."""
+    signal (mean ± spread over seeds, with its figure); for hidden-emergence runs the cross-seed emergence report
+    (emergence step per intervention, capability vs behavior); for bump-world runs the final generation accuracy
+    per region and swept setting (composition vs interpolation)."""
     from conceptlab.experiments.sweep import sweep_root_of
 
     try:
@@ -390,12 +391,47 @@ def sweep_report_cmd(
         _fail(str(err))
     has_learning = any(root.rglob("learning_times.parquet"))
     has_emergence = any(root.rglob("emergence.parquet"))
-    if not (has_learning or has_emergence):
-        _fail(f"{root}: no finished concept-space or hidden-emergence runs to report (run the sweep first)")
+    has_composition = any(root.rglob("composition.parquet"))
+    if not (has_learning or has_emergence or has_composition):
+        _fail(f"{root}: no finished concept-space, hidden-emergence or bump-world runs to report (run the sweep first)")
     if has_learning:
         _learning_time_report(root, figure, axis, split)
     if has_emergence:
         emergence_report_cmd(root)
+    if has_composition:
+        _region_accuracy_report(root, figure)
+
+
+def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:
+    """Bump-world sweeps: final generation accuracy per region and setting of the swept keys, mean ± sd over seeds."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from conceptlab.analysis.region_accuracy import final_region_accuracy, region_accuracy_by_axis
+    from conceptlab.report.sweep_figures import plot_region_accuracy
+    from conceptlab.store.files import write_parquet
+    from conceptlab.store.index import StoreError, open_store
+
+    try:
+        with open_store(root) as store:
+            final = final_region_accuracy(store.runs(), store.table("composition"))
+    except (StoreError, ValueError) as err:
+        _fail(str(err))
+    summary = region_accuracy_by_axis(final)
+    axes = [c for c in summary.columns if c not in ("region", "runs") and not c.endswith(("_mean", "_std"))]
+    table = Table(*[a.replace("_", ".", 1) for a in axes], "region", "x", "y", "joint", "runs", box=None)
+    for r in summary.to_dict("records"):
+        cells = [f"{r[m + '_mean']:.2f}" + ("" if pd.isna(r[m + "_std"]) else f" ± {r[m + '_std']:.2f}")
+                 for m in ("x", "y", "joint")]
+        table.add_row(*[str(r[a]) for a in axes], r["region"], *cells, str(r["runs"]))
+    console.print(table)
+    write_parquet(root / "region_accuracy.parquet", summary)
+    fig = plot_region_accuracy(summary)
+    path = (figure.with_name(figure.stem + "_regions.png") if figure else root / "figures" / "region_accuracy.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    console.print(f"table: {root / 'region_accuracy.parquet'}; figure: {path}")
 
 
 def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: str) -> None:

@@ -58,3 +58,36 @@ def plot_learning_time_vs_signal(runs: pd.DataFrame, summary: pd.DataFrame, axis
     right.legend(fontsize=8, title="▲ = not learned" if censored else None, title_fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def plot_region_accuracy(summary: pd.DataFrame) -> Figure:
+    """Bump-world sweeps: final generation accuracy (x, y, joint) per setting of the swept keys and per region,
+    mean ± sd over seeds (the output of `analysis.region_accuracy.region_accuracy_by_axis`)."""
+    axes_cols = [c for c in summary.columns if c not in ("region", "runs") and not c.endswith(("_mean", "_std"))]
+    label = summary[axes_cols].astype(str).agg(", ".join, axis=1) if axes_cols else pd.Series("all", index=summary.index)
+    settings = list(dict.fromkeys(label))
+    regions = list(dict.fromkeys(summary["region"]))
+    fig, axs = plt.subplots(1, 3, figsize=(4.0 * 3, 3.8), sharey=True)
+    width = 0.8 / max(1, len(regions))
+    colors = {"train": "tab:blue", "held_out": "tab:red"}
+    for ax, metric in zip(axs, ("x", "y", "joint")):
+        for j, region in enumerate(regions):
+            xs, heights, errs = [], [], []
+            for i, setting in enumerate(settings):
+                row = summary[(label == setting) & (summary["region"] == region)]
+                if row.empty:
+                    continue
+                xs.append(i + (j - (len(regions) - 1) / 2) * width)
+                heights.append(float(row[f"{metric}_mean"].iloc[0]))
+                std = row[f"{metric}_std"].iloc[0]
+                errs.append(0.0 if pd.isna(std) else float(std))
+            ax.bar(xs, heights, width, yerr=errs, capsize=3, label=region, color=colors.get(region))
+        ax.set_xticks(range(len(settings)))
+        ax.set_xticklabels(settings, rotation=20, ha="right", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"{metric} accuracy")
+    axs[0].set_ylabel("generation accuracy (final checkpoint)")
+    axs[-1].legend(fontsize=8)
+    fig.suptitle(" / ".join(c.replace("_", ".", 1) for c in axes_cols) or "runs", fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -42,7 +42,7 @@ TABLES = {
     "commitment": "commitment.parquet",  # shapes3d runs: commitment τ per measure × attribute
 }
 EVAL_TABLE = "eval_steps"
-_SKIP_DIRS = {"checkpoints", "eval", "figures", "__pycache__", "node_modules"}
+_SKIP_DIRS = {"checkpoints", "eval", "figures", "interventions", "composition", "geometry", "abstractions", "__pycache__", "node_modules"}
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

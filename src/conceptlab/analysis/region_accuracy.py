@@ -1,0 +1,46 @@
+"""Generation accuracy per label region across the runs of a sweep (bump worlds): composition vs interpolation.
+
+Input: the store's `runs` table (config flattened into columns, one row per run) and its `composition` view (one
+row per run × checkpoint × region with x / y / joint accuracy). `final_region_accuracy` keeps each run's last
+evaluated checkpoint and attaches the config columns that vary across the runs (seeds excluded: they are what is
+averaged over); `region_accuracy_by_axis` gives mean ± sd over seeds per setting and region.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+METRICS = ("x", "y", "joint")
+_CONFIG_PREFIXES = ("data_", "model_", "diffusion_", "train_", "eval_")
+
+
+def varying_config_columns(runs: pd.DataFrame) -> list[str]:
+    """Config columns whose value differs between runs, seeds excluded."""
+    columns = [c for c in runs.columns if c.startswith(_CONFIG_PREFIXES) and not c.endswith("_seed")]
+    return [c for c in columns if runs[c].astype(str).nunique() > 1]
+
+
+def final_region_accuracy(runs: pd.DataFrame, composition: pd.DataFrame) -> pd.DataFrame:
+    """Per run × region at the run's last evaluated step: run_id, the varying config columns, seed columns, region,
+    step, x, y, joint, n."""
+    needed = {"run_id", "step", "region", *METRICS}
+    missing = needed - set(composition.columns)
+    if composition.empty or missing:
+        raise ValueError(f"no generation-accuracy rows to report (composition table empty or lacking {sorted(missing)})")
+    last = composition.groupby("run_id")["step"].transform("max")
+    final = composition[composition["step"] == last]
+    axes = varying_config_columns(runs)
+    seeds = [c for c in ("data_data_seed", "train_train_seed") if c in runs.columns]
+    keep = ["run_id", "step", "region", *METRICS] + (["n"] if "n" in final.columns else [])
+    return runs[["run_id", *axes, *seeds]].merge(final[keep], on="run_id", how="inner")
+
+
+def region_accuracy_by_axis(final: pd.DataFrame) -> pd.DataFrame:
+    """Mean, sd and number of runs of x / y / joint accuracy per (varying config setting, region)."""
+    axes = [c for c in final.columns if c.startswith(_CONFIG_PREFIXES) and not c.endswith("_seed")]
+    keys = [*axes, "region"]
+    grouped = final.groupby(keys, dropna=False)
+    out = grouped[list(METRICS)].agg(["mean", "std"])
+    out.columns = [f"{m}_{s}" for m, s in out.columns]
+    out["runs"] = grouped.size()
+    return out.reset_index()
