@@ -76,3 +76,20 @@ def test_bad_input():
         persistent_homology(clifford_torus(GRID), threshold=0.0)
     with pytest.raises(ValueError, match="point cloud"):
         effective_dimension(np.zeros(5))
+
+
+def test_gap_rule_counts_one_component_on_a_coarse_lattice_where_a_fixed_cut_counts_many():
+    """A coarse 16×16 Clifford-torus lattice: every point's H0 bar is a sizeable fraction of the diameter, so a low
+    fixed cut counts them all; the gap rule keeps the one component and still finds β1 = 2, β2 = 1."""
+    coarse = rotate_into(clifford_torus(GRID), 12)
+    fixed = persistent_homology(coarse, threshold=0.05)["betti"]
+    gap = persistent_homology(coarse, threshold=0.05, rule="gap")["betti"]
+    assert fixed[0] > 1 and gap == (1, 2, 1)
+    g = torch.Generator().manual_seed(1)
+    angle = torch.rand(400, generator=g, dtype=torch.float64) * 2 * math.pi
+    circle = rotate_into(torch.stack([angle.cos(), angle.sin()], dim=1), 20)
+    assert persistent_homology(circle, n_components=4, n_points=120, seed=2, rule="gap")["betti"] == (1, 1, 0)
+    sheet = rotate_into(torch.cat([GRID, torch.zeros(len(GRID), 1, dtype=torch.float64)], dim=1), 8)
+    assert persistent_homology(sheet, threshold=0.2, rule="gap")["betti"][1:] == (0, 0)
+    with pytest.raises(ValueError, match="rule"):
+        persistent_homology(coarse, rule="nope")

@@ -19,6 +19,8 @@ a thin ring torus needs a denser sampling or a lower threshold.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 import torch
 from ripser import ripser
@@ -73,12 +75,17 @@ def persistent_homology(
     threshold: float = 0.25,
     seed: int = 0,
     n_perm: int | None = None,
+    rule: Literal["threshold", "gap"] = "threshold",
 ) -> dict:
     """Betti numbers and Vietoris–Rips diagrams of a cloud reduced to `n_components` PCs, `n_points` kept.
 
-    `n_perm` uses ripser's greedy landmarks (keep H2 on ≤ 300 points). Returns {"betti": (β0, …),
-    "diagrams": [array[n_k, 2]], "scale": diameter, "threshold": absolute persistence cut}.
+    `n_perm` uses ripser's greedy landmarks (keep H2 on ≤ 300 points). A bar counts when it persists longer than
+    `threshold` × diameter (`rule="threshold"`), and with `rule="gap"` it must also lie above the largest gap in the
+    sorted bar lengths (`betti_by_gap`). Returns {"betti": (β0, …), "diagrams": [array[n_k, 2]], "scale": diameter,
+    "threshold": absolute persistence cut}.
     """
+    if rule not in ("threshold", "gap"):
+        raise ValueError(f"rule must be 'threshold' or 'gap', got {rule!r}")
     a = _array(points)
     if threshold <= 0:
         raise ValueError(f"threshold must be > 0, got {threshold}")
@@ -92,8 +99,27 @@ def persistent_homology(
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale
-    betti = tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms)
+    if rule == "gap":
+        betti = tuple(betti_by_gap(d, cut, scale) for d in dgms)
+    else:
+        betti = tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms)
     return {"betti": betti, "diagrams": dgms, "scale": scale, "threshold": cut}
+
+
+def betti_by_gap(diagram: np.ndarray, cut: float, scale: float) -> int:
+    """Bars of one persistence diagram that are real features: longer than `cut` and above the largest gap.
+
+    Bar lengths are sorted longest first (an infinite bar has length `scale`, the diameter); among the bars longer
+    than `cut` the count is where the drop to the next bar (or to 0) is largest. On a coarsely sampled cloud every
+    point's H0 bar can outlive a fixed cut (the sampling gap is a sizeable fraction of the diameter), while the one
+    real component still stands apart from them by the widest margin.
+    """
+    lengths = np.sort(np.minimum(diagram[:, 1] - diagram[:, 0], scale))[::-1]
+    above = int((lengths > cut).sum())
+    if above == 0:
+        return 0
+    following = np.append(lengths[1:], 0.0)
+    return int(np.argmax((lengths - following)[:above])) + 1
 
 
 def label_angles(labels: Tensor, period: float = 32.0) -> tuple[Tensor, Tensor]:

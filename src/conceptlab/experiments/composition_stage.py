@@ -279,7 +279,8 @@ def topology(cfg: RunConfig, points: torch.Tensor, labels: torch.Tensor, period:
     out: dict[str, Any] = {}
     if geo.homology:
         ph = persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
-                                 threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks)
+                                 threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks,
+                                 rule=geo.betti_rule)
         out["homology"] = {"betti": list(ph["betti"]), "scale": ph["scale"], "threshold": ph["threshold"],
                            "diagrams": [d[np.isfinite(d).all(axis=1)].tolist() for d in ph["diagrams"]],
                            "infinite_bars": [int((~np.isfinite(d).all(axis=1)).sum()) for d in ph["diagrams"]]}

@@ -418,6 +418,9 @@ class GeometryConfig(_Strict):
         200, ge=20, description="ripser greedy landmarks (keeps H2 affordable); None: all homology_points"
     )
     persistence_threshold: float = Field(0.1, ge=0.0, description="bars shorter than this fraction of the diameter are noise")
+    betti_rule: Literal["threshold", "gap"] = Field(
+        "gap", description="threshold: every bar above the cut counts; gap: only those above the largest gap in lengths"
+    )
     use_ema: bool = True
     seed: int = Field(0, ge=0)
 

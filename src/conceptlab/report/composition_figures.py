@@ -78,20 +78,24 @@ def plot_pca_projection(projected: np.ndarray, labels: np.ndarray, cyclic: bool 
 
 def plot_barcode(diagrams: list[np.ndarray], threshold: float, betti: list[int] | None = None,
                  infinite: list[int] | None = None) -> Figure:
-    """Persistence barcode per homology dimension (finite bars); bars longer than `threshold` are dark."""
+    """Persistence barcode per homology dimension (finite bars, longest first). The bars counted in the Betti
+    numbers are dark: the longest β − (infinite bars) of each dimension when `betti` is given, else those longer
+    than `threshold`; the dotted line is the threshold."""
     fig, axes = plt.subplots(len(diagrams), 1, figsize=(6.0, 1.2 + 1.3 * len(diagrams)), squeeze=False)
     top = max([float(d[:, 1].max()) for d in diagrams if len(d)] + [threshold, 1e-9])
     for dim, (ax, d) in enumerate(zip(axes[:, 0], diagrams)):
         d = d[np.argsort(d[:, 0] - d[:, 1])] if len(d) else d
+        counted = None if betti is None else betti[dim] - (infinite[dim] if infinite else 0)
         for i, (b, e) in enumerate(d[:60]):
-            ax.plot([b, e], [i, i], color="C0" if e - b > threshold else "0.75", lw=1.5)
+            dark = i < counted if counted is not None else e - b > threshold
+            ax.plot([b, e], [i, i], color="C0" if dark else "0.75", lw=1.5)
         extra = f", {infinite[dim]} infinite" if infinite else ""
         beta = f" — β{dim} = {betti[dim]}" if betti else ""
         ax.set_ylabel(f"H{dim}")
         ax.set_title(f"H{dim}: {len(d)} finite bars{extra}{beta}", fontsize=8)
         ax.set_yticks([])
         ax.set_xlim(0, top * 1.05)
-    axes[-1, 0].set_xlabel(f"filtration radius (bars > {threshold:.3g} count)")
+    axes[-1, 0].set_xlabel(f"filtration radius (dark: counted; persistence cut {threshold:.3g})")
     fig.tight_layout()
     return fig
 
