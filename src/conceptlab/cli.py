@@ -400,6 +400,44 @@ def sweep_report_cmd(
         emergence_report_cmd(root)
     if has_composition:
         _region_accuracy_report(root, figure)
+        _data_efficiency_report(root, figure)
+
+
+def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 0.6) -> None:
+    """Bump-world sweeps over λ: training images needed to reach `target` accuracy per (family, N), its scaling."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from conceptlab.analysis.data_efficiency import data_efficiency_runs, scaling_fit, size_to_reach
+    from conceptlab.report.sweep_figures import plot_data_efficiency
+    from conceptlab.store.files import write_parquet
+    from conceptlab.store.index import StoreError, open_store
+
+    try:
+        with open_store(root) as store:
+            runs = store.runs()
+            if "data_fraction" not in runs.columns or runs["data_fraction"].nunique() < 2:
+                return  # not a data-efficiency sweep
+            table = data_efficiency_runs(runs, store.table("composition"))
+    except (StoreError, ValueError) as err:
+        _fail(str(err))
+    sizes = size_to_reach(table, target)
+    fits = scaling_fit(sizes)
+    out = Table("family", "N", f"images to reach {target:.0%}", box=None)
+    for r in sizes.itertuples():
+        text = "never" if pd.isna(r.size_to_reach) else f"{r.size_to_reach:.0f}" + (" (≤, smallest size)" if r.censored else "")
+        out.add_row(r.family, str(r.N), text)
+    console.print(out)
+    for r in fits.itertuples():
+        fit = "too few uncensored N" if pd.isna(r.exponent) else f"∝ N^{r.exponent:.2f} (R² {r.r2:.2f})"
+        console.print(f"{r.family}: images to reach {target:.0%} {fit}")
+    write_parquet(root / "data_efficiency.parquet", sizes)
+    fig = plot_data_efficiency(table, sizes, target)
+    path = (figure.with_name(figure.stem + "_data_efficiency.png") if figure else root / "figures" / "data_efficiency.png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    console.print(f"table: {root / 'data_efficiency.parquet'}; figure: {path}")
 
 
 def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:

@@ -74,3 +74,51 @@ def test_bad_input():
         size_to_reach(runs.iloc[:0])
     with pytest.raises(ValueError, match="increasing"):
         threshold_crossing(np.array([2.0, 1.0]), np.array([0.0, 1.0]), 0.5)
+
+
+def _toy_efficiency_sweep(root):
+    """Bumps need N²/4 images to reach 60%, bumps + stripes 4N: accuracy rises linearly in log size to 1."""
+    from conceptlab.experiments.loading import config_to_yaml, load_config
+    from conceptlab.store.files import write_json, write_parquet, write_text
+
+    for n in (8, 16):
+        for family, border in (("bump", 0), ("bump+stripes", 2)):
+            for fraction in (0.125, 0.25, 0.5, 1.0):
+                cfg = load_config("data-efficiency-tiny", [f"data.image_size={n}", f"data.fraction={fraction}",
+                                                           f"data.image={family}", f"data.border={border}"])
+                run = root / "runs" / f"{family}-{n}-{fraction}"
+                write_text(run / "config.yaml", config_to_yaml(cfg))
+                size = fraction * (n + 2 * border) ** 2
+                needed = n * n / 4 if family == "bump" else 4 * n
+                accuracy = float(np.clip(0.6 + 0.4 * np.log2(size / needed), 0.0, 1.0))
+                rows = [{"run": run.name, "step": 1500, "region": region, "x": accuracy, "y": accuracy,
+                         "joint": accuracy, "n": 64, "region_size": count}
+                        for region, count in (("train", round(fraction * n * n)), ("unseen", n * n - round(fraction * n * n)))
+                        if count]
+                rows.append({"run": run.name, "step": 500, "region": "train", "x": 0.0, "y": 0.0, "joint": 0.0,
+                             "n": 64, "region_size": 1})
+                write_parquet(run / "composition.parquet", pd.DataFrame(rows))
+                write_json(run / "summary.json", {"run": run.name, "name": "toy", "kind": "bumps",
+                                                  "training_images": size})
+    (root / "manifest.json").write_text("{}")
+    return root
+
+
+def test_data_efficiency_over_a_bump_world_sweep(tmp_path):
+    from typer.testing import CliRunner
+
+    from conceptlab.analysis.data_efficiency import data_efficiency_runs
+    from conceptlab.cli import app
+    from conceptlab.store.index import open_store
+
+    root = _toy_efficiency_sweep(tmp_path / "sweep")
+    with open_store(root) as store:
+        table = data_efficiency_runs(store.runs(), store.table("composition"))
+    assert set(table["family"]) == {"bumps", "bumps+stripes"} and len(table) == 16
+    sizes = size_to_reach(table, 0.6).set_index(["family", "N"])["size_to_reach"]
+    assert sizes[("bumps", 16)] == pytest.approx(64.0) and sizes[("bumps+stripes", 16)] == pytest.approx(64.0)
+    result = CliRunner().invoke(app, ["sweep-report", str(root)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "bumps: images to reach 60% ∝ N^2.00" in result.output
+    assert "bumps+stripes: images to reach 60% ∝ N^1.00" in result.output
+    assert (root / "figures" / "data_efficiency.png").is_file() and (root / "data_efficiency.parquet").is_file()

@@ -85,3 +85,24 @@ def test_shapes3d_world_refuses_classes_out_of_range():
     world = Shapes3DWorld(Shapes3DDataConfig(image_size=8))
     with pytest.raises(ValueError, match="shape classes"):
         world.factors(torch.tensor([[0, 4]]))
+
+
+def test_bumps_plus_stripes_draws_a_bump_in_the_frame_and_stripes_outside_it():
+    world = BumpWorld(BumpsDataConfig(image="bump+stripes", image_size=8, border=2))
+    labels = torch.tensor([[4.5, 5.5], [4.5, 0.5], [0.5, 5.5], [0.5, 11.5]], dtype=torch.float64)
+    images = world.render(labels)[:, 0]
+    assert torch.allclose(images[0], render("bump", labels[:1], 8, border=2)[0])
+    assert torch.allclose(images[1], render("vertical", labels[1:2], 8, border=2)[0])
+    assert torch.allclose(images[2], render("horizontal", labels[2:3], 8, border=2)[0])
+    assert images[3].abs().sum() == 0
+    with pytest.raises(ValueError, match="border"):
+        BumpsDataConfig(image="bump+stripes")
+
+
+def test_subsampling_leaves_an_unseen_region_of_the_dropped_2d_labels():
+    world = BumpWorld(BumpsDataConfig(image_size=8, fraction=0.25, held_out={"kind": "x_band", "low": 0, "high": 1}))
+    regions = world.regions()
+    assert set(regions) == {"train", "held_out", "unseen"}
+    assert sum(len(v) for v in regions.values()) == 64
+    assert len(regions["held_out"]) == 8 and len(regions["train"]) == round(0.25 * 56)
+    assert "unseen" not in BumpWorld(BumpsDataConfig(image_size=8)).regions()

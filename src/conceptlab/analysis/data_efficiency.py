@@ -92,3 +92,34 @@ def scaling_fit(sizes: pd.DataFrame) -> pd.DataFrame:
         rows.append({"family": family, "exponent": float(b), "prefactor": float(math.exp(a)), "r2": r2,
                      "points": len(g)})
     return pd.DataFrame(rows)
+
+
+FAMILIES = {"bump": "bumps", "bump+stripes": "bumps+stripes"}
+
+
+def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions: tuple[str, ...] = ("train", "unseen")) -> pd.DataFrame:
+    """The input of `size_to_reach` from a bump-world sweep: one row per run with family (from `data.image`: bumps,
+    bumps+stripes, or the image kind), N (`data.image_size`), dataset_size (training images) and accuracy (final
+    joint accuracy over the 2D labels of `regions` — trained on and dropped by subsampling — weighted by region size).
+    """
+    needed = {"run_id", "data_image", "data_image_size", "training_images"}
+    missing = needed - set(runs.columns)
+    if missing:
+        raise ValueError(f"runs table lacks {sorted(missing)}: not a finished bump-world sweep")
+    if composition.empty:
+        raise ValueError("no generation-accuracy rows (composition table empty)")
+    last = composition.groupby("run_id")["step"].transform("max")
+    final = composition[(composition["step"] == last) & composition["region"].isin(regions)].copy()
+    weight = final["region_size"] if "region_size" in final.columns else final["n"]
+    final["weight"] = weight.fillna(final["n"]).astype(float)
+    final["weighted"] = final["joint"] * final["weight"]
+    per_run = final.groupby("run_id")[["weighted", "weight"]].sum()
+    accuracy = (per_run["weighted"] / per_run["weight"]).rename("accuracy").reset_index()
+    table = runs[["run_id", "data_image", "data_image_size", "training_images"]].merge(accuracy, on="run_id")
+    return pd.DataFrame({
+        "run_id": table["run_id"],
+        "family": table["data_image"].map(lambda k: FAMILIES.get(k, k)),
+        "N": table["data_image_size"].astype(int),
+        "dataset_size": table["training_images"].astype(float),
+        "accuracy": table["accuracy"].astype(float),
+    })

@@ -11,11 +11,13 @@ module only assembles them:
 4. a fraction λ of the remaining training labels is kept, chosen by `data_seed`.
 
 Images are `[N, 1, S, S]` in [0, 1] (one channel); prompts are the labels themselves, `[N, 2]` float32.
-The evaluation's regions are the 2D labels: `train` (trained on) and `held_out` (in the held-out region).
+The evaluation's regions are the 2D labels: `train` (trained on), `held_out` (in the held-out region) and `unseen`
+(dropped by subsampling).
 """
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 from conceptlab.data.labelled import LabelledImages
@@ -55,9 +57,22 @@ class BumpWorld:
 
     # -- images -----------------------------------------------------------------------------------------------------
     def render(self, labels: Tensor) -> Tensor:
-        """Images `[B, 1, S, S]` of labels `[B, 2]` (drawn-canvas coordinates)."""
+        """Images `[B, 1, S, S]` of labels `[B, 2]` (drawn-canvas coordinates).
+
+        `bump+stripes` (the paper's "bumps + stripes" family): a 2D bump where both centres are inside the frame, a
+        vertical stripe where only μx is, a horizontal stripe where only μy is, blank where neither is.
+        """
         cfg = self.cfg
-        return render(cfg.image, labels, cfg.image_size, tuple(cfg.sigma), cfg.border, cfg.periodic)[:, None]
+        args = (labels, cfg.image_size, tuple(cfg.sigma), cfg.border, cfg.periodic)
+        if cfg.image != "bump+stripes":
+            return render(cfg.image, *args)[:, None]
+        inside = (labels >= cfg.border) & (labels < cfg.border + cfg.image_size)
+        images = torch.zeros(len(labels), cfg.image_size, cfg.image_size)
+        for kind, rows in (("bump", inside[:, 0] & inside[:, 1]), ("vertical", inside[:, 0] & ~inside[:, 1]),
+                           ("horizontal", ~inside[:, 0] & inside[:, 1])):
+            if bool(rows.any()):
+                images[rows] = render(kind, labels[rows], *args[1:])
+        return images[:, None]
 
     def make_prompt(self, labels: Tensor) -> Tensor:
         """Prompts `[B, 2]` of labels `[B, 2]`."""
@@ -71,10 +86,16 @@ class BumpWorld:
         return LabelledImages(self.render(labels), self.make_prompt(labels), labels)
 
     def regions(self) -> dict[str, Tensor]:
-        """The 2D labels evaluated: `train` (trained on) and, if any, `held_out`."""
+        """The 2D labels evaluated: `train` (trained on), `held_out` (in the held-out region) and `unseen` (dropped
+        by subsampling λ < 1, outside the held-out region), each when it has labels."""
         out = {"train": self.train_2d_labels}
         if len(self.held_out_labels):
             out["held_out"] = self.held_out_labels
+        grid = self.labels[self.types == 2]
+        known = torch.cat([self.train_2d_labels, self.held_out_labels])
+        unseen = grid[~(grid[:, None, :] == known[None, :, :]).all(dim=2).any(dim=1)]
+        if len(unseen):
+            out["unseen"] = unseen
         return out
 
     def grid_labels(self) -> Tensor:

@@ -151,9 +151,12 @@ def generate(cfg: RunConfig, model, labels: torch.Tensor, generator: torch.Gener
 
 
 def accuracy_rows(cfg: RunConfig, dgp, regions: dict[str, torch.Tensor], images: torch.Tensor, step: int) -> pd.DataFrame:
-    """Rows (step, region, x, y, joint, n, x_error, y_error) of generations `images` made at the concatenated regions."""
+    """Rows (step, region, x, y, joint, n, region_size, x_error, y_error, located) of generations `images` made at
+    the concatenated regions (n labels scored out of the region's region_size)."""
     data = cfg.data
-    pred = locate(images, kind=data.image, border=data.border, periodic=data.periodic)
+    kind = "bump" if data.image == "bump+stripes" else data.image  # the regions scored are 2D labels: bumps
+    pred = locate(images, kind=kind, border=data.border, periodic=data.periodic)
+    sizes = {name: len(labels) for name, labels in dgp.regions().items()}
     rows, start = [], 0
     for name, labels in regions.items():
         p, t = pred[start : start + len(labels)], labels.to(pred.dtype)
@@ -163,7 +166,7 @@ def accuracy_rows(cfg: RunConfig, dgp, regions: dict[str, torch.Tensor], images:
         if dgp.period is not None:
             err = torch.remainder(err + dgp.period / 2, dgp.period) - dgp.period / 2
         med = err.abs().nanmedian(dim=0).values
-        rows.append({"step": int(step), "region": name, **acc, "n": len(labels),
+        rows.append({"step": int(step), "region": name, **acc, "n": len(labels), "region_size": sizes.get(name),
                      "x_error": float(med[0]), "y_error": float(med[1]),
                      "located": float((~p.isnan()).all(dim=1).double().mean())})
     return pd.DataFrame(rows)

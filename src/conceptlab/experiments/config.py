@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_val
 
 CONCEPT_NAMES = ("color", "size", "background", "shape")
 Concept = Literal["color", "size", "background", "shape"]
-BumpImage = Literal["bump", "vertical", "horizontal", "sos", "product"]
+BumpImage = Literal["bump", "vertical", "horizontal", "sos", "product", "bump+stripes"]
 Factor = Literal["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
 FACTOR_SIZES = {"floor_hue": 10, "wall_hue": 10, "object_hue": 10, "scale": 8, "shape": 4, "orientation": 15}
 
@@ -164,7 +164,11 @@ class BumpsDataConfig(_Strict):
     """
 
     kind: Literal["bumps"] = "bumps"
-    image: BumpImage = Field("bump", description="bump, vertical, horizontal, sos (sum of stripes) or product")
+    image: BumpImage = Field(
+        "bump",
+        description="bump, vertical, horizontal, sos (sum of stripes), product, or bump+stripes (extended canvas: "
+        "a bump where both centres are in the frame, a 1D stripe where one is)",
+    )
     image_size: int = Field(32, ge=8, description="visible canvas N (N×N)")
     border: int = Field(0, ge=0, description="extended canvas: pixels drawn beyond each edge, then cropped")
     periodic: bool = Field(False, description="torus: distances wrap around the drawn canvas")
@@ -182,6 +186,12 @@ class BumpsDataConfig(_Strict):
         if min(v) <= 0:
             raise ValueError(f"must be > 0 on both axes, got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _stripes_need_a_border(self) -> "BumpsDataConfig":
+        if self.image == "bump+stripes" and self.border == 0:
+            raise ValueError("image bump+stripes needs border > 0: its stripes are the labels outside the frame")
+        return self
 
     @property
     def drawn_size(self) -> int:

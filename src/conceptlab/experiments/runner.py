@@ -258,6 +258,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
         "name": cfg.name,
         "kind": cfg.data.kind,
         "config_hash": cfg.training_hash(),
+        **({"training_images": data_summary["training_images"]} if "training_images" in data_summary else {}),
         **summary,
         "parameters": n_params,
         "device": str(device),

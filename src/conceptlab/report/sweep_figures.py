@@ -91,3 +91,37 @@ def plot_region_accuracy(summary: pd.DataFrame) -> Figure:
     fig.suptitle(" / ".join(c.replace("_", ".", 1) for c in axes_cols) or "runs", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float) -> Figure:
+    """Left: accuracy vs dataset size per family and N (mean over seeds, runs as dots). Right: the dataset size
+    reaching `target` vs N per family, log-log (the output of `analysis.data_efficiency.size_to_reach`)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    families = sorted(runs["family"].unique())
+    ns = sorted(runs["N"].unique())
+    styles = {f: s for f, s in zip(families, ("-", "--", ":", "-."))}
+    colors = {n: plt.get_cmap("viridis")(i / max(1, len(ns) - 1)) for i, n in enumerate(ns)}
+    for (family, n), g in runs.groupby(["family", "N"]):
+        mean = g.groupby("dataset_size")["accuracy"].mean()
+        left.plot(mean.index, mean.values, styles[family], marker="o", ms=3, color=colors[n], label=f"{family}, N={n}")
+        left.scatter(g["dataset_size"], g["accuracy"], s=8, color=colors[n], alpha=0.4)
+    left.axhline(target, color="0.5", ls=":", lw=1)
+    left.set_xscale("log")
+    left.set_ylim(-0.02, 1.02)
+    left.set_xlabel("training images")
+    left.set_ylabel("generation accuracy (2D grid, final checkpoint)")
+    left.legend(fontsize=7)
+    for family, g in sizes.groupby("family"):
+        g = g[g["size_to_reach"].notna()]
+        marker = ["o" if not c else "v" for c in g["censored"]]
+        right.plot(g["N"], g["size_to_reach"], styles[family], color="k", lw=1, label=family)
+        for x, y, m in zip(g["N"], g["size_to_reach"], marker):
+            right.plot(x, y, m, color="k", ms=5)
+    right.set_xscale("log")
+    right.set_yscale("log")
+    right.set_xlabel("canvas size N")
+    right.set_ylabel(f"training images to reach {target:.0%}")
+    right.set_title("▼ = reached already at the smallest size", fontsize=8)
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -100,7 +100,7 @@ def run_row(root: Path, run_dir: Path) -> dict[str, Any]:
     }
     row.update(flatten({k: v for k, v in config.items() if k not in ("runs_dir",)}))
     if summary:
-        for key in ("final_step", "checkpoints", "parameters", "device", "config_hash"):
+        for key in ("kind", "final_step", "checkpoints", "parameters", "device", "config_hash", "training_images"):
             if key in summary:
                 row[key] = summary[key]
         for concept, value in (summary.get("concept_signal") or {}).items():
