@@ -51,3 +51,22 @@ def test_a_complete_sweep_reruns_nothing_and_status_shows_done(local_sweep, micr
     assert {r.run_id: (sweep.root / r.run_id / "summary.json").stat().st_mtime_ns for r in sweep.runs} == summaries
     status = CliRunner().invoke(app, ["sweep", "status", str(sweep.root)])
     assert status.exit_code == 0 and "2 done" in status.output
+
+
+def test_bump_world_sweep_runs_on_the_local_pool(tmp_path):
+    """Non-shapes runs need no concept probe: the pool runs a bumps sweep and sweep-report reads it."""
+    import yaml
+
+    spec = tmp_path / "bumps.yaml"
+    spec.write_text(yaml.safe_dump({
+        "description": "two bump-world runs", "base": "bumps-micro",
+        "axes": {"grid": {"data.held_out.scope": ["2d", "all"]}},
+        "executor": {"kind": "local", "workers": 2, "threads": 1},
+    }))
+    root = tmp_path / "sweep"
+    result = CliRunner().invoke(app, ["sweep", str(spec), "--root", str(root), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "2 done now, 0 failed" in result.output
+    report = CliRunner().invoke(app, ["sweep-report", str(root)], terminal_width=200)
+    assert report.exit_code == 0, report.output
+    assert "held_out" in report.output and (root / "figures" / "region_accuracy.png").is_file()

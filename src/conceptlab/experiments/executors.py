@@ -258,12 +258,15 @@ class LocalExecutor:
 
     @staticmethod
     def _prepare_probes(tasks: list[RunTask], progress: bool) -> None:
-        """Train each distinct concept probe once, before the workers start (they then all load it)."""
+        """Train each distinct concept probe of `shapes` runs once, before the workers start (they then all load it).
+        Other data kinds read their generations without the concept probe."""
         from conceptlab.probes.concept_classifier import load_or_train_probe
 
         seen = set()
         for task in tasks:
             cfg = task.config
+            if cfg.data.kind != "shapes":
+                continue
             key = (cfg.eval.probe.model_dump_json(), tuple(cfg.data.concepts), cfg.data.image_size)
             if key not in seen:
                 seen.add(key)
