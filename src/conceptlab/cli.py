@@ -528,7 +528,7 @@ def runs_ls(
 
 @runs_app.command("query")
 def runs_query(
-    sql: str = typer.Argument(..., help="SQL over runs, concept_space, learning_times, eval_steps"),
+    sql: str = typer.Argument(..., help="SQL over runs and the views concept_space, learning_times, interventions, emergence, composition, geometry, abstractions, commitment, eval_steps"),
     root: Path = typer.Option(Path("runs"), help="folder holding run folders (searched recursively)"),
     csv: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
 ) -> None:
