@@ -8,6 +8,7 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -119,6 +120,10 @@ def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float)
             right.plot(x, y, m, color="k", ms=5)
     right.set_xscale("log")
     right.set_yscale("log")
+    right.set_xticks(ns, [str(n) for n in ns])
+    right.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    right.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    right.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
     right.set_xlabel("canvas size N")
     right.set_ylabel(f"training images to reach {target:.0%}")
     right.set_title("▼ = reached already at the smallest size", fontsize=8)
