@@ -78,4 +78,4 @@ def test_sweep_report_gives_the_emergence_report_of_a_hidden_emergence_sweep(tmp
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / MANIFEST).write_text("{}")
     result = CliRunner().invoke(app, ["sweep-report", str(tmp_path / "empty")])
-    assert result.exit_code == 2 and "no finished concept-space or hidden-emergence runs" in result.output
+    assert result.exit_code == 2 and "no finished concept-space, hidden-emergence or bump-world runs" in result.output
