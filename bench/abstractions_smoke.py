@@ -37,7 +37,7 @@ from conceptlab.experiments.config import ModelConfig
 from conceptlab.models.forking import network_denoiser
 from conceptlab.models.sampling import ancestral_sample
 from conceptlab.models.unet import ConceptUNet, count_parameters
-from conceptlab.models.variance_exploding import AttributePrompt, build_variance_exploding
+from conceptlab.models.variance_exploding import AttributePrompt, VarianceExploding
 from conceptlab.probes.attribute_classifier import (
     AttributeClassifierConfig,
     attribute_accuracy,
@@ -103,7 +103,7 @@ def main() -> None:
     # model + training
     net = ConceptUNet(ModelConfig(widths=[32, 64], blocks_per_level=1, mid_attention=False, dropout=0.0,
                                   pixel_unshuffle=2), prompt_dim=prompts_for.dim)
-    process = build_variance_exploding(0.01, 50.0, "v", label_dropout=0.5, attribute_sizes=prompts_for.sizes)
+    process = VarianceExploding(0.01, 50.0, "v", label_dropout=0.5, attribute_sizes=prompts_for.sizes)
     opt = torch.optim.AdamW(net.parameters(), lr=2e-3, weight_decay=0.0)
     ema = EMA(net, 0.995)
     gen = torch.Generator().manual_seed(args.seed)

@@ -11,7 +11,6 @@ from conceptlab.analysis.mutual_information import GaussianMixture, GeometricSch
 from conceptlab.models.variance_exploding import (
     AttributePrompt,
     VarianceExploding,
-    build_variance_exploding,
     drop_attribute_blocks,
 )
 
@@ -148,7 +147,7 @@ def test_one_network_learns_conditional_and_unconditional_denoisers():
 
 
 def test_mi_estimator_accepts_the_process_as_its_schedule():
-    ve = build_variance_exploding(0.01, 50.0)
+    ve = VarianceExploding(0.01, 50.0)
     mixture = GaussianMixture(6.0 * torch.tensor([[1.0, 1.0], [-1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]]), 0.3)
     curve = mutual_information_curve(mixture.denoise_cond, mixture.denoise_uncond, mixture.sample, ve,
                                      points=99, samples_per_point=64)

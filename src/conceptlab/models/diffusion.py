@@ -192,10 +192,10 @@ def build_process(
 
         return build_ddpm(cfg.ddpm_steps, cfg.ddpm_schedule, cfg.ddpm_beta_start, cfg.ddpm_beta_end, cfg.ddpm_cosine_offset)
     if cfg.process == "ve":
-        from conceptlab.models.variance_exploding import build_variance_exploding
+        from conceptlab.models.variance_exploding import VarianceExploding
 
         # without attribute_sizes the whole prompt is one block (dropped or kept as a whole)
-        return build_variance_exploding(
+        return VarianceExploding(
             cfg.sigma_min, cfg.sigma_max, cfg.prediction, cfg.label_dropout, attribute_sizes, null_value
         )
     raise ValueError(f"unknown diffusion process {cfg.process!r}")

@@ -171,15 +171,3 @@ class VarianceExploding(DiffusionProcess):
     def extra_repr(self) -> str:
         return (f"sigma_min={self.sigma_min}, sigma_max={self.sigma_max}, prediction={self.prediction!r}, "
                 f"label_dropout={self.label_dropout}, attribute_sizes={self.attribute_sizes}")
-
-
-def build_variance_exploding(
-    sigma_min: float = 0.01,
-    sigma_max: float = 50.0,
-    prediction: Prediction = "v",
-    label_dropout: float = 0.0,
-    attribute_sizes: Sequence[int] | None = None,
-    null_value: float = 0.0,
-) -> VarianceExploding:
-    """The factory `build_process` should call for `diffusion.process == "ve"` (see the field names)."""
-    return VarianceExploding(sigma_min, sigma_max, prediction, label_dropout, attribute_sizes, null_value)
