@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(VENV)/bin/conceptlab emergence-report runs/hidden-emergence-tiny
 
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist worksteal
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load --maxschedchunk 1
 
 bench: $(STAMP)
 	$(PY) bench/train_step.py
