@@ -232,7 +232,8 @@ def evaluate_checkpoints(cfg: RunConfig, folder: CompositionFolder, dgp, model, 
     with progress_bar(console, progress) as bar:
         task = bar.add_task("composition", total=len(todo), info="")
         for step, path, need_acc, need_geo in todo:
-            load_weights(model, load_checked(path, cfg), use_ema=comp.use_ema)
+            tensors = load_checked(path, cfg)  # read once, for accuracy and geometry
+            load_weights(model, tensors, use_ema=comp.use_ema)
             info = []
             if need_acc:
                 began = time.perf_counter()
@@ -248,7 +249,8 @@ def evaluate_checkpoints(cfg: RunConfig, folder: CompositionFolder, dgp, model, 
                 seconds["composition"] += time.perf_counter() - began
             if need_geo:
                 began = time.perf_counter()
-                load_weights(model, load_checked(path, cfg), use_ema=geo.use_ema)
+                if geo.use_ema != comp.use_ema:  # the weights loaded above are the wrong set
+                    load_weights(model, tensors, use_ema=geo.use_ema)
                 cloud = representation_cloud(cfg, dgp, model, grid)
                 row = geometry_row(cfg, cloud.points, step)
                 write_parquet(folder.step_file(folder.geometry, step), row)

@@ -284,7 +284,7 @@ def concept_space_evaluation(
     probe_seconds = time.perf_counter() - probe_began
     eval_seconds = evaluate_stage(cfg, folder, dgp, model, probe, console, progress)
     intervention_seconds = intervention_stage(cfg, folder.root, dgp, model, probe, console, progress)
-    summary = finalize(cfg, folder, dgp.describe(), probe_report)
+    summary = finalize(cfg, folder, read_json(folder.data), probe_report)  # written by run_experiment
     seconds = {"probe": probe_seconds, "evaluate": eval_seconds, "interventions": intervention_seconds}
     return summary, seconds
 
