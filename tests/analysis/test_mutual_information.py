@@ -1,11 +1,17 @@
-"""Tests for the denoiser-difference mutual-information estimator on an analytic Gaussian mixture."""
+"""Tests for the two mutual-information estimators (denoiser difference, model-posterior lower bound) on an analytic
+Gaussian mixture."""
 
 import math
 
 import pytest
 import torch
 
-from conceptlab.analysis.mutual_information import GaussianMixture, GeometricSchedule, mutual_information_curve
+from conceptlab.analysis.mutual_information import (
+    GaussianMixture,
+    GeometricSchedule,
+    mutual_information_curve,
+    posterior_bound_curve,
+)
 
 SCHEDULE = GeometricSchedule(sigma_min=0.01, sigma_max=50.0)
 SQUARE = torch.tensor([[1.0, 1.0], [-1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]])
@@ -61,3 +67,48 @@ def test_bad_schedule_and_mixture_are_rejected():
         GeometricSchedule(sigma_min=1.0, sigma_max=0.5)
     with pytest.raises(ValueError):
         GaussianMixture(SQUARE[:1], std=0.5)
+
+
+def bound(mixture: GaussianMixture, **kw):
+    return posterior_bound_curve(mixture.denoise_cond, mixture.sample, SCHEDULE, mixture.num_classes, **kw)
+
+
+def test_posterior_bound_matches_reference_and_never_exceeds_entropy():
+    mixture = GaussianMixture(1.5 * SQUARE, std=0.7)
+    c = bound(mixture, points=100, paths=2000)
+    assert c.mi[0] == pytest.approx(0.0, abs=1e-12) and bool((c.mi <= mixture.entropy + 1e-9).all())
+    for tau in (0.45, 0.6, 0.8, 1.0):
+        sigma = float(SCHEDULE.sigma(torch.tensor(1.0 - tau)))
+        reference = mixture.mutual_information(sigma)
+        assert abs(float(c.at(tau)) - reference) < 0.05 * reference, (tau, float(c.at(tau)), reference)
+    assert float(c.at(0.3)) == pytest.approx(mixture.mutual_information(float(SCHEDULE.sigma(torch.tensor(0.7)))),
+                                             abs=0.03)
+
+
+def test_bound_saturates_where_an_imperfect_denoiser_pair_makes_the_difference_estimate_overshoot():
+    mixture = GaussianMixture(8.0 * SQUARE, std=0.3)
+    error = torch.tensor([0.03, -0.03], dtype=torch.float64)  # a small fixed error of the unconditional denoiser
+
+    def uncond_with_error(x, sigma):
+        return mixture.denoise_uncond(x, sigma) + error
+
+    over = mutual_information_curve(mixture.denoise_cond, uncond_with_error, mixture.sample, SCHEDULE, points=199,
+                                    samples_per_point=64)
+    assert float(over.at(1.0)) > 2 * mixture.entropy  # ‖error‖²/(2σ²) piles up as σ → σ_min
+    c = bound(mixture, points=100, paths=400)
+    assert float(c.at(1.0)) == pytest.approx(mixture.entropy, rel=0.01)
+    assert float(c.at(1.0)) <= mixture.entropy + 1e-9
+
+
+def test_bound_uses_the_prior_it_is_given_and_rejects_bad_input():
+    mixture = GaussianMixture(8.0 * SQUARE, std=0.3)
+    default = bound(mixture, points=20, paths=64)
+    assert torch.allclose(bound(mixture, points=20, paths=64, prior=torch.full((4,), 3.0)).mi, default.mi)
+    skewed = bound(mixture, points=20, paths=64, prior=torch.tensor([0.7, 0.1, 0.1, 0.1]))
+    assert not torch.allclose(skewed.mi, default.mi)
+    with pytest.raises(ValueError, match="prior has 3 entries"):
+        bound(mixture, points=20, paths=8, prior=torch.ones(3))
+    with pytest.raises(ValueError, match="num_classes"):
+        posterior_bound_curve(mixture.denoise_cond, mixture.sample, SCHEDULE, 1)
+    with pytest.raises(ValueError, match="positive"):
+        bound(mixture, points=0)

@@ -27,11 +27,13 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     table = pd.read_parquet(run_dir / "abstractions.parquet")
     assert list(table.columns) == COLUMNS and set(table["run"]) == {run_dir.name}
     assert set(table["measure"]) == set(MEASURES) and set(table["attribute"]) == {"wall_hue", "shape"}
-    assert set(table[table["measure"] != "mutual_information"]["tau"]) == {0.0, 0.5, 1.0}
+    assert set(table[~table["measure"].str.startswith("mutual_information")]["tau"]) == {0.0, 0.5, 1.0}
     assert (table["step"] == 20).all()
     commit = pd.read_parquet(run_dir / "commitment.parquet")
     assert list(commit.columns[:5]) == ["run", "step", "measure", "attribute", "commitment_tau"]
-    assert len(commit) == 4 * 2
+    assert len(commit) == (len(MEASURES) + 1) * 2  # + mutual_information_final
+    for attribute, mi in summary_mi(run_dir).items():  # the bound cannot exceed H(V) (it may be < 0 untrained)
+        assert mi["mutual_information_bound"] <= mi["H(V)"] + 1e-9, (attribute, mi)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["kind"] == "shapes3d" and summary["final_step"] == 20
     assert set(summary["commitment_tau"]) == set(MEASURES)
@@ -53,6 +55,15 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     again = json.loads((run_dir / "summary.json").read_text())
     assert again["commitment_tau"] == summary["commitment_tau"]  # seeded: the same curves again
     assert again["seconds"]["mutual_information"] == 0 and again["seconds"]["forking_entropy"] > 0
+    # the seconds of both invocations are kept
+    assert summary["invocations"] == 1 and again["invocations"] == 2
+    assert again["seconds_all_invocations"]["train"] == pytest.approx(summary["seconds"]["train"], abs=0.02)
+    assert again["seconds_all_invocations"]["total"] == pytest.approx(
+        summary["seconds"]["total"] + again["seconds"]["total"], abs=0.02)
+
+
+def summary_mi(run_dir):
+    return json.loads((run_dir / "summary.json").read_text())["mi_at_data"]
 
 
 def test_unknown_probe_hook_is_one_line_before_training(tmp_path):

@@ -6,6 +6,10 @@ one if set) of a run trained on `data.kind: shapes3d`, three measurements, all p
   mutual_information  I(V; Y_0..τ) by the denoiser-difference estimator (conditional denoiser given V alone vs the
                       unconditional one, both the same network under attribute-label dropout), midpoint rule over
                       `mi_points` τ-cells; reference H(V) = ln K.
+  mutual_information_bound
+                      the lower bound H(V) − E[−log q(v | path)] on the same τ grid, q the model's own posterior from
+                      its conditional denoisers' ancestral kernels along `mi_paths` forward-noised data paths
+                      (`analysis.mutual_information.posterior_bound_curve`); cannot exceed H(V).
   forking_entropy     `roots` unconditional trajectories forked at each τ of `taus` into `forks` endings, read by an
                       attribute classifier trained on ground-truth renders; entropy of the endings' classes / ln K
                       (reference 1 = the prior).
@@ -17,15 +21,16 @@ plus a sanity check (prompted generations read as their prompt by the classifier
 `classifier_min_accuracy` on held-out renders). The commitment time of each attribute under each measure is the τ at
 which its curve has gone `commitment_level` of the way from start to end — `analysis.commitment`; mutual information
 from 0 to H(V), forking entropy from its first to its last value, probe accuracy from chance to its last value.
-Mutual information is also scored against its own final value
-(`mutual_information_final`, not a primary measure: an imperfect network's estimate overshoots H(V) at small σ).
+Both mutual-information curves go from 0 to H(V). The difference
+estimate is also scored against its own final value (`mutual_information_final`, not a primary measure: an imperfect
+network's estimate overshoots H(V) at small σ, where the bound does not).
 The measures' agreement is the Spearman correlation of their commitment times; each attribute's pixel footprint
 (fraction of pixels that change when it alone changes) tells which attribute the theory says commits first.
 The classifier is trained on procedural renders, also for `data.source: h5` (then the conditional accuracy is the
 check that it reads the real images).
 
 Files (run folder): `abstractions/step_XXXXXXX/{conditional.json, mutual_information.parquet,
-forking_entropy.parquet, linear_probe.parquet}` (each written atomically and skipped when present, so an interrupted
+mutual_information_bound.parquet, forking_entropy.parquet, linear_probe.parquet}` (each written atomically and skipped when present, so an interrupted
 evaluation resumes piece by piece), `abstractions.parquet` (long: run, step, measure, attribute, tau, sigma, logsnr,
 value, stderr, reference, reference_name), `commitment.parquet` (run, step, measure, attribute, commitment_tau,
 commitment_sigma, commitment_logsnr, start, end, level, rank, primary) and `figures/abstractions.png`.
@@ -51,7 +56,7 @@ from conceptlab.analysis.commitment import (
 )
 from conceptlab.analysis.forking_entropy import forking_entropy_curves
 from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations
-from conceptlab.analysis.mutual_information import mutual_information_curve
+from conceptlab.analysis.mutual_information import mutual_information_curve, posterior_bound_curve
 from conceptlab.analysis.representation import check_hook
 from conceptlab.experiments.config import AbstractionsConfig, RunConfig
 from conceptlab.experiments.progress import progress_bar
@@ -64,7 +69,7 @@ from conceptlab.store.files import read_json, write_json, write_parquet
 from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint
 from conceptlab.train.trainer import load_weights
 
-MEASURES = ("mutual_information", "forking_entropy", "linear_probe")  # the primary measures, in figure order
+MEASURES = ("mutual_information", "mutual_information_bound", "forking_entropy", "linear_probe")  # primary, figure order
 PIECES = ("conditional", *MEASURES)
 COLUMNS = ["run", "step", "measure", "attribute", "tau", "sigma", "logsnr", "value", "stderr", "reference",
            "reference_name"]
@@ -212,6 +217,31 @@ def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
 
 
 @torch.no_grad()
+def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
+    """The posterior lower bound on I(V; X_τ) per attribute on the same τ grid, reference H(V) = ln K."""
+    process, net = model.process, model.net
+    device = next(model.parameters()).device
+    x_all, classes = _model_space_data(dgp, process, device)
+    parts = []
+    for j, name in enumerate(dgp.attributes):
+        def d_cond(x, sigma, v, name=name):
+            return process.denoise_ve(net, x, sigma, dgp.prompt.only(name, v.cpu()).to(x.device))
+
+        def pairs(n, g, j=j):
+            idx = torch.randint(len(classes), (n,), generator=g)
+            return x_all[idx.to(device)], classes[idx, j]
+
+        k = len(dgp.levels[name])
+        prior = torch.bincount(classes[:, j], minlength=k).double()
+        curve = posterior_bound_curve(d_cond, pairs, process, k, points=a.mi_points, paths=a.mi_paths,
+                                      batch_size=a.batch_size, seed=a.seed + 41 + j, prior=prior)
+        entropy = float(-(prior / prior.sum() * (prior / prior.sum()).clamp_min(1e-300).log()).sum())
+        parts.append(_rows("mutual_information_bound", name, curve.tau.tolist(), curve.mi, curve.stderr, process,
+                           entropy, "H(V)"))
+    return pd.concat(parts, ignore_index=True)
+
+
+@torch.no_grad()
 def forking_entropy_table(a: AbstractionsConfig, dgp, model, read) -> pd.DataFrame:
     """Forking entropy / ln K of unconditional generations at each τ of `taus`, reference 1 (the prior)."""
     process = model.process
@@ -267,10 +297,11 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
         tables.setdefault(measure, {})[attribute] = (torch.tensor(g["tau"].values), torch.tensor(g["value"].values))
         ref = float(g["reference"].iloc[0])
         first, last = float(g["value"].iloc[0]), float(g["value"].iloc[-1])
-        if measure == "mutual_information":
+        if measure in ("mutual_information", "mutual_information_bound"):
             starts.setdefault(measure, {})[attribute], ends.setdefault(measure, {})[attribute] = 0.0, ref
-            starts.setdefault("mutual_information_final", {})[attribute] = 0.0
-            ends.setdefault("mutual_information_final", {})[attribute] = last
+            if measure == "mutual_information":
+                starts.setdefault("mutual_information_final", {})[attribute] = 0.0
+                ends.setdefault("mutual_information_final", {})[attribute] = last
         elif measure == "linear_probe":
             starts.setdefault(measure, {})[attribute], ends.setdefault(measure, {})[attribute] = ref, last
         else:
@@ -300,6 +331,18 @@ def _wide(commit: pd.DataFrame) -> pd.DataFrame:
     return commit[commit["primary"]].pivot(index="attribute", columns="measure", values="commitment_tau")
 
 
+def mi_at_data(curves: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
+    """Both MI estimates at τ = 1 (data) next to H(V), per attribute: the difference estimate may overshoot H(V),
+    the bound cannot."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for measure in ("mutual_information", "mutual_information_bound"):
+        part = curves[curves["measure"] == measure]
+        for attribute, g in part.groupby("attribute", sort=False):
+            last = g.sort_values("tau").iloc[-1]
+            out.setdefault(attribute, {"H(V)": round(float(last["reference"]), 4)})[measure] = round(float(last["value"]), 4)
+    return out
+
+
 def _steps_to_evaluate(checkpoints: list[tuple[int, Path]], every: int | None) -> list[tuple[int, Path]]:
     if not checkpoints:
         return []
@@ -327,6 +370,7 @@ def evaluate(
     seconds["classifier"] = time.perf_counter() - began
     pieces = {
         "mutual_information": lambda: mutual_information_table(a, dgp, model),
+        "mutual_information_bound": lambda: mutual_information_bound_table(a, dgp, model),
         "forking_entropy": lambda: forking_entropy_table(a, dgp, model, read),
         "linear_probe": lambda: linear_probe_table(a, dgp, model),
     }
@@ -426,6 +470,7 @@ def finalize(cfg: RunConfig, run_dir: Path, dgp, process, steps: list[int], clf_
             for row in last[last["measure"] == "mutual_information_final"].itertuples()
         },
         "commitment_order": orders,
+        "mi_at_data": mi_at_data(table[table["step"] == final]),
         "agreement": {f"{row.measure_a} vs {row.measure_b}": r(row.spearman) for row in agreement.itertuples()},
         "footprint": {k: round(v, 4) for k, v in footprint.items()},
         "largest_footprint": largest,

@@ -439,13 +439,14 @@ class AbstractionsConfig(_Strict):
     """When along generation each attribute is committed (data.kind=shapes3d), three ways, at the final checkpoint.
 
     τ runs from 0 (pure noise) to 1 (data). Mutual information by the denoiser-difference estimator (midpoint rule
-    over `mi_points` noise levels), forking entropy (`roots` trajectories forked into `forks` continuations at each τ,
+    over `mi_points` noise levels) and by the model-posterior lower bound (`mi_paths` paths), forking entropy (`roots` trajectories forked into `forks` continuations at each τ,
     read by an attribute classifier trained on ground-truth renders), linear probes on activations at `probe_hook`.
     """
 
     taus: list[float] = Field(default_factory=lambda: [round(0.1 * i, 1) for i in range(11)], min_length=2)
     mi_points: int = Field(200, ge=2, description="midpoint-rule points of the MI integral (paper: 999)")
     mi_samples: int = Field(64, ge=1, description="(image, noise) pairs per noise level and attribute")
+    mi_paths: int = Field(64, ge=2, description="forward-noised data paths of the MI lower bound (K calls per level)")
     roots: int = Field(32, ge=1, description="forking: trajectories per τ")
     forks: int = Field(8, ge=2, description="forking: continuations per root (K)")
     sample_steps: int = Field(40, ge=2, description="steps of the stochastic sampler from τ=0 to 1")

@@ -72,6 +72,7 @@ class RunFolder:
         self.summary = self.root / "summary.json"
         self.figures = self.root / "figures"
         self.samples = self.root / "samples.safetensors"
+        self.timings = self.root / "timings.jsonl"
 
 
 def new_run_dir(runs_dir: Path, name: str) -> Path:
@@ -270,8 +271,22 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
             "total": round(time.perf_counter() - began, 2),
         },
     }
+    summary.update(record_timing(folder, summary["seconds"]))
     write_json(folder.summary, summary)
     return summary
+
+
+def record_timing(folder: RunFolder, seconds: dict[str, float]) -> dict[str, Any]:
+    """Append this invocation's seconds to the run's `timings.jsonl` (a resumed run keeps the seconds of the earlier
+    invocations that finished); returns `invocations` and `seconds_all_invocations` (per part, summed)."""
+    with folder.timings.open("a") as f:
+        f.write(json.dumps({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds}) + "\n")
+    ledger = [json.loads(line) for line in folder.timings.read_text().splitlines() if line.strip()]
+    total: dict[str, float] = {}
+    for entry in ledger:
+        for k, v in entry["seconds"].items():
+            total[k] = round(total.get(k, 0.0) + float(v), 2)
+    return {"invocations": len(ledger), "seconds_all_invocations": total}
 
 
 def concept_space_evaluation(

@@ -1,4 +1,4 @@
-"""Figure of latent abstractions: the three commitment measures along generation time τ, one panel per measure.
+"""Figure of latent abstractions: the commitment measures along generation time τ, one panel per measure.
 
 Takes the tidy tables of `experiments.abstractions_stage` (`abstractions.parquet` and `commitment.parquet`, one
 checkpoint) and returns a matplotlib Figure; nothing here reads or writes files.
@@ -19,6 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 PANELS = {
     "mutual_information": ("mutual information I(V; Y₀..τ) [nats]", "H(V)"),
+    "mutual_information_bound": ("MI lower bound H(V) − E[−log q(v | x_τ)] [nats]", "H(V)"),
     "forking_entropy": ("forking entropy / ln K", "prior"),
     "linear_probe": ("linear probe held-out accuracy", "chance"),
 }
