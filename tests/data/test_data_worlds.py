@@ -81,6 +81,21 @@ def test_shapes3d_world_enumerates_the_attribute_combinations():
     assert only_shape[:, :3].abs().sum() == 0 and torch.equal(only_shape[:, 3:].argmax(1), data.labels[:, 1])
 
 
+def test_shapes3d_world_keeps_uint8_images_and_hands_out_float_rows():
+    world = Shapes3DWorld(Shapes3DDataConfig(attributes=["wall_hue", "shape"], image_size=8))
+    stored = world.all_images()
+    assert stored.dtype == torch.uint8 and stored.shape == (40, 3, 8, 8)  # a quarter of float32's memory
+    assert world.training_set().images.dtype == torch.uint8
+    rows = torch.tensor([3, 0, 3])
+    picked = world.images(rows)
+    assert picked.dtype == torch.float32 and torch.equal(picked, stored[rows].float() / 255)
+    rendered = world.render(world.classes[rows])  # the same pixels as a fresh render, to within 8-bit rounding
+    assert torch.equal(rendered, picked)
+    from conceptlab.data.shapes3d import render_shapes3d
+    exact = render_shapes3d(world.factors(world.classes[rows]), 8)
+    assert (exact - picked).abs().max() <= 0.5 / 255 + 1e-6
+
+
 def test_shapes3d_world_refuses_classes_out_of_range():
     world = Shapes3DWorld(Shapes3DDataConfig(image_size=8))
     with pytest.raises(ValueError, match="shape classes"):

@@ -43,6 +43,8 @@ def test_measurement_tables_follow_the_tau_grids(micro):
         assert np.allclose(g["tau"], np.linspace(0, 1, a.mi_points + 1))
         assert g["value"].iloc[0] == 0.0 and g["reference"].iloc[0] == pytest.approx(math.log(len(dgp.levels[name])))
     read = stage.attribute_reader(_tiny_classifier(cfg, dgp), dgp)
+    bound = stage.mutual_information_bound_table(a, dgp, model)
+    assert len(bound) == 2 * (a.mi_points + 1) and (bound["value"] <= bound["reference"] + 1e-9).all()
     fe = stage.forking_entropy_table(a, dgp, model, read)
     lp = stage.linear_probe_table(a, dgp, model)
     for table, ref in [(fe, {"wall_hue": 1.0, "shape": 1.0}), (lp, {"wall_hue": 1 / 3, "shape": 1 / 4})]:
@@ -50,23 +52,23 @@ def test_measurement_tables_follow_the_tau_grids(micro):
         for name, g in table.groupby("attribute"):
             assert g["tau"].tolist() == [0.0, 0.3, 1.0]
             assert g["value"].between(0, 1).all() and g["reference"].iloc[0] == pytest.approx(ref[name])
-    for table in (mi, fe, lp):
+    for table in (mi, bound, fe, lp):
         assert list(table.columns) == stage.COLUMNS[2:]
         # σ and log-SNR of each τ: σ_max at τ = 0 (noise), σ_min at τ = 1 (data)
         assert table[table["tau"] == 0.0]["sigma"].iloc[0] == pytest.approx(cfg.diffusion.sigma_max)
         assert table[table["tau"] == 1.0]["sigma"].iloc[0] == pytest.approx(cfg.diffusion.sigma_min)
         assert np.allclose(table["logsnr"], -2 * np.log(table["sigma"]))
 
-    curves = pd.concat([mi, fe, lp], ignore_index=True)
+    curves = pd.concat([mi, bound, fe, lp], ignore_index=True)
     commit = stage.commitment(curves, 0.5, model.process)
     assert set(commit["measure"]) == {*stage.MEASURES, "mutual_information_final"}
-    assert len(commit) == 4 * 2 and commit["primary"].sum() == 3 * 2
+    assert len(commit) == 5 * 2 and commit["primary"].sum() == 4 * 2
     timed = commit.dropna(subset=["commitment_tau"])
     assert timed["commitment_tau"].between(0, 1).all()
     assert np.allclose(timed["commitment_sigma"], model.process.sigma(torch.tensor(1 - timed["commitment_tau"].values)))
 
     fig = plot_abstractions(curves, commit, title="micro")
-    assert len([ax for ax in fig.axes if ax.get_xlabel().startswith("generation time")]) == 3
+    assert len([ax for ax in fig.axes if ax.get_xlabel().startswith("generation time")]) == 4
 
 
 def _tiny_classifier(cfg, dgp):

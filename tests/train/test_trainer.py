@@ -76,3 +76,16 @@ def test_loss_decreases_on_a_learnable_task(tmp_path):
     first = sum(r.loss for r in records[:15]) / 15
     last = sum(r.loss for r in records[-15:]) / 15
     assert last < 0.8 * first
+
+
+def test_uint8_images_train_exactly_like_their_float_values(tmp_path):
+    data = _data()
+    quantised = (data.images * 255).round().to(torch.uint8)
+    as_float = TrainingData(quantised.float() / 255, data.prompts, data.null_value)
+    as_uint8 = TrainingData(quantised, data.prompts, data.null_value)
+    finals = []
+    for name, d in (("f", as_float), ("u", as_uint8)):
+        model = _model()
+        list(iter_training(model, d, _cfg(bf16=False), tmp_path / name, tmp_path / f"{name}.safetensors"))
+        finals.append(model.state_dict())
+    assert all(torch.equal(finals[0][k], finals[1][k]) for k in finals[0])

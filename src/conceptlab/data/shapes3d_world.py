@@ -4,6 +4,9 @@
 the levels of `cfg.attributes` (each factor restricted to `cfg.levels` if given; every other factor at its `fixed`
 level), rendered by `data.shapes3d.render_shapes3d` or read from the real `3dshapes.h5`, `copies` times.
 
+Images are held as uint8 (as in the real file): the full Shapes3D world is 480,000 × 3 × 64 × 64 = 5.9 GB in uint8
+against 24 GB in float32; `images(rows)` and the training loop convert batches to float in [0, 1] when used.
+
 Prompts are one-hot blocks per attribute (`data.attribute_prompt.AttributePrompt`); an attribute's class is the
 *position* of its level among the chosen levels (0..K−1), so H(V) = ln K. `attribute_sizes` tells the VE process
 where the blocks are, for attribute-wise label dropout.
@@ -20,6 +23,14 @@ from conceptlab.data.attribute_prompt import AttributePrompt
 from conceptlab.data.labelled import LabelledImages
 from conceptlab.data.shapes3d import FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
 from conceptlab.experiments.config import Shapes3DDataConfig
+
+
+CHUNK = 256  # images rendered or read per call
+
+
+def to_uint8(images: Tensor) -> Tensor:
+    """Float images in [0, 1] → uint8 0..255 (rounded)."""
+    return (images.clamp(0.0, 1.0) * 255.0).round().to(torch.uint8)
 
 
 class Shapes3DWorld:
@@ -60,23 +71,37 @@ class Shapes3DWorld:
 
     def render(self, classes: Tensor) -> Tensor:
         """Images `[N, 3, S, S]` in [0, 1] of attribute classes `[N, A]` (procedural or from the h5 file)."""
+        return self._render(classes).float() / 255.0
+
+    def _render(self, classes: Tensor) -> Tensor:
+        """uint8 images `[N, 3, S, S]` of attribute classes `[N, A]`, rendered (or read) 256 at a time."""
         factors = self.factors(classes)
-        if self.cfg.source == "h5":
-            return load_shapes3d_h5(self.cfg.h5_path, index_from_factors(factors), self.image_size).images
-        return torch.cat([render_shapes3d(factors[i : i + 256], self.image_size) for i in range(0, len(factors), 256)])
+        out = torch.empty(len(factors), 3, self.image_size, self.image_size, dtype=torch.uint8)
+        for i in range(0, len(factors), CHUNK):
+            part = factors[i : i + CHUNK]
+            if self.cfg.source == "h5":
+                images = load_shapes3d_h5(self.cfg.h5_path, index_from_factors(part), self.image_size).images
+            else:
+                images = render_shapes3d(part, self.image_size)
+            out[i : i + len(part)] = to_uint8(images)
+        return out
 
     def make_prompt(self, classes: Tensor, given: list[str] | None = None) -> Tensor:
         """Prompts `[N, prompt_dim]` of attribute classes `[N, A]`; attributes not `given` are null."""
         return self.prompt.encode(torch.as_tensor(classes, dtype=torch.long), given)
 
     def all_images(self) -> Tensor:
-        """One image per combination, in the order of `classes` (rendered once, then cached)."""
+        """One uint8 image `[3, S, S]` per combination, in the order of `classes` (rendered once, then cached)."""
         if self._images is None:
-            self._images = self.render(self.classes)
+            self._images = self._render(self.classes)
         return self._images
 
+    def images(self, rows: Tensor) -> Tensor:
+        """Float images in [0, 1] of the combinations at `rows` (indices into `classes`)."""
+        return self.all_images()[torch.as_tensor(rows, dtype=torch.long)].float() / 255.0
+
     def training_set(self) -> LabelledImages:
-        """Every combination `copies` times: images, one-hot prompts, attribute classes as labels."""
+        """Every combination `copies` times: uint8 images, one-hot prompts, attribute classes as labels."""
         copies = self.cfg.copies
         images = self.all_images().repeat(copies, 1, 1, 1)
         classes = self.classes.repeat(copies, 1)

@@ -58,6 +58,7 @@ from conceptlab.analysis.forking_entropy import forking_entropy_curves
 from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations
 from conceptlab.analysis.mutual_information import mutual_information_curve, posterior_bound_curve
 from conceptlab.analysis.representation import check_hook
+from conceptlab.data.labelled import unit_float
 from conceptlab.experiments.config import AbstractionsConfig, RunConfig
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.models.forking import network_denoiser
@@ -120,7 +121,7 @@ def load_classifier(cfg: RunConfig, dgp) -> tuple[nn.Module, dict]:
 
 
 def attribute_reader(classifier: nn.Module, dgp, batch_size: int = 512) -> Callable[[Tensor], dict[str, Tensor]]:
-    """images [N, 3, S, S] in [0, 1] → {attribute: class [N]} (position among the world's levels; the classifier's
+    """images [N, 3, S, S] in [0, 1] (or uint8) → {attribute: class [N]} (position among the world's levels; the classifier's
     logits restricted to those levels)."""
     device = next(classifier.parameters()).device
     columns = {name: torch.tensor(dgp.levels[name], device=device) for name in dgp.attributes}
@@ -129,7 +130,7 @@ def attribute_reader(classifier: nn.Module, dgp, batch_size: int = 512) -> Calla
     def read(images: Tensor) -> dict[str, Tensor]:
         parts: dict[str, list[Tensor]] = {name: [] for name in dgp.attributes}
         for i in range(0, images.shape[0], batch_size):
-            logits = classifier(images[i : i + batch_size].to(device, torch.float32))
+            logits = classifier(unit_float(images[i : i + batch_size]).to(device, torch.float32))
             for name in dgp.attributes:
                 parts[name].append(logits[name][:, columns[name]].argmax(1).cpu())
         return {name: torch.cat(p) for name, p in parts.items()}
@@ -172,8 +173,9 @@ def _rows(measure: str, attribute: str, taus, values, stderr, process, reference
     })
 
 
-def _model_space_data(dgp, process, device) -> tuple[Tensor, Tensor]:
-    return process.to_model_space(dgp.all_images()).to(device), dgp.classes
+def _model_space(dgp, process, rows: Tensor, device) -> Tensor:
+    """The combinations at `rows` as model inputs on `device` (converted per batch: the world keeps uint8)."""
+    return process.to_model_space(dgp.images(rows)).to(device)
 
 
 @torch.no_grad()
@@ -195,7 +197,7 @@ def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
     """I(V; Y_0..τ) per attribute on the midpoint-rule grid (τ = 0, 1/P, ..., 1), reference H(V) = ln K."""
     process, net = model.process, model.net
     device = next(model.parameters()).device
-    x_all, classes = _model_space_data(dgp, process, device)
+    classes = dgp.classes
     parts = []
     for j, name in enumerate(dgp.attributes):
         def d_cond(x, sigma, v, name=name):
@@ -206,7 +208,7 @@ def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
 
         def pairs(n, g, j=j):
             idx = torch.randint(len(classes), (n,), generator=g)
-            return x_all[idx.to(device)], classes[idx, j]
+            return _model_space(dgp, process, idx, device), classes[idx, j]
 
         curve = mutual_information_curve(d_cond, d_uncond, pairs, process, points=a.mi_points,
                                          samples_per_point=a.mi_samples, batch_size=a.batch_size, seed=a.seed + j)
@@ -221,7 +223,7 @@ def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.Data
     """The posterior lower bound on I(V; X_τ) per attribute on the same τ grid, reference H(V) = ln K."""
     process, net = model.process, model.net
     device = next(model.parameters()).device
-    x_all, classes = _model_space_data(dgp, process, device)
+    classes = dgp.classes
     parts = []
     for j, name in enumerate(dgp.attributes):
         def d_cond(x, sigma, v, name=name):
@@ -229,7 +231,7 @@ def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.Data
 
         def pairs(n, g, j=j):
             idx = torch.randint(len(classes), (n,), generator=g)
-            return x_all[idx.to(device)], classes[idx, j]
+            return _model_space(dgp, process, idx, device), classes[idx, j]
 
         k = len(dgp.levels[name])
         prior = torch.bincount(classes[:, j], minlength=k).double()
@@ -271,9 +273,9 @@ def linear_probe_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
     """Held-out linear-probe accuracy at each τ of `taus` (null prompt), reference chance = 1/K."""
     process = model.process
     device = next(model.parameters()).device
-    x_all, classes = _model_space_data(dgp, process, device)
+    classes = dgp.classes
     idx = probe_rows(a.probe_images, len(classes), a.seed + 31)
-    x = x_all[idx.to(device)]
+    x = _model_space(dgp, process, idx, device)
     gen = torch.Generator(device=device).manual_seed(a.seed + 32)
     acts = noisy_activations(process, model.net, a.probe_hook, x, a.taus, dgp.prompt.null(len(x)).to(device), gen,
                              batch_size=a.batch_size, pool=a.probe_pool).cpu()

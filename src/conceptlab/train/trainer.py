@@ -19,6 +19,7 @@ from typing import Iterator
 import torch
 from torch import Tensor, nn
 
+from conceptlab.data.labelled import unit_float
 from conceptlab.experiments.config import TrainConfig
 from conceptlab.train.precision import autocast, resolve_bf16
 from conceptlab.train.checkpoints import (
@@ -45,7 +46,7 @@ class TrainRecord:
 
 @dataclass
 class TrainingData:
-    """What the loop needs from a dataset: images in [0,1], prompts, and the null prompt value."""
+    """What the loop needs from a dataset: images (float in [0, 1] or uint8 0..255), prompts, the null prompt value."""
 
     images: Tensor
     prompts: Tensor
@@ -115,7 +116,7 @@ def iter_training(
     for step in range(start + 1, cfg.steps + 1):
         began = time.perf_counter()
         idx = torch.randint(n, (cfg.batch_size,), generator=generator)
-        images, prompts = data.images[idx], data.prompts[idx]
+        images, prompts = unit_float(data.images[idx]), data.prompts[idx]
         if cfg_dropout > 0:
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
