@@ -26,8 +26,8 @@ estimate is also scored against its own final value (`mutual_information_final`,
 network's estimate overshoots H(V) at small σ, where the bound does not).
 The measures' agreement is the Spearman correlation of their commitment times; each attribute's pixel footprint
 (fraction of pixels that change when it alone changes) tells which attribute the theory says commits first.
-The classifier is trained on procedural renders, also for `data.source: h5` (then the conditional accuracy is the
-check that it reads the real images).
+The classifier is trained on the run's own ground truth: procedural renders, or the images of the h5 file for
+`data.source: h5`.
 
 Files (run folder): `abstractions/step_XXXXXXX/{conditional.json, mutual_information.parquet,
 mutual_information_bound.parquet, forking_entropy.parquet, linear_probe.parquet}` (each written atomically and skipped when present, so an interrupted
@@ -96,7 +96,7 @@ def classifier_config(cfg: RunConfig, dgp) -> AttributeClassifierConfig:
     return AttributeClassifierConfig(
         attributes=tuple(dgp.attributes), image_size=dgp.image_size, fixed=dict(dgp.fixed), levels=restricted,
         width=a.classifier_width, train_images=a.classifier_images, epochs=a.classifier_epochs, lr=a.classifier_lr,
-        seed=a.seed,
+        seed=a.seed, h5_path=dgp.cfg.h5_path if dgp.cfg.source == "h5" else None,
     )
 
 
@@ -461,6 +461,7 @@ def finalize(cfg: RunConfig, run_dir: Path, dgp, process, steps: list[int], clf_
         "final_step": int(final),
         "classifier_accuracy": {k: r(v) for k, v in clf_report["held_out_accuracy"].items()},
         "classifier_source": clf_report.get("source"),
+        "classifier_trained_on": clf_report.get("trained_on", "renders"),
         "conditional_accuracy": {k: r(v) for k, v in conditional.items()},
         "commitment_tau": {m: {att: r(wide.loc[att, m]) for att in wide.index} for m in MEASURES},
         "commitment_sigma": {

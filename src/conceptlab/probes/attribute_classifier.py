@@ -1,10 +1,11 @@
-"""Attribute classifiers for Shapes3D-like images: a small CNN with one head per factor, trained on ground-truth renders.
+"""Attribute classifiers for Shapes3D-like images: a small CNN with one head per factor, trained on ground-truth images.
 
 They read the attributes of generated images (e.g. the K forked endings of `models.forking`). Training data are
-renders (`data.shapes3d.render_shapes3d`) of random factor combinations — every factor drawn uniformly unless
+renders (`data.shapes3d.render_shapes3d`), or the images of a real `3dshapes.h5` when `h5_path` is set (so a model
+trained on the real file is read by a classifier of the real file), of random factor combinations — every factor drawn uniformly unless
 `fixed` pins it to one level or `levels` restricts it to some levels, as the data a model was trained on may — with Gaussian pixel noise of a random std in
 [0, noise_std_max] per image (generations are noisier than renders), fresh noise every epoch. The held-out report is
-the accuracy per attribute on `test_images` renders of independently drawn factor combinations with their own noise.
+the accuracy per attribute on `test_images` images of independently drawn factor combinations with their own noise.
 Trained classifiers are cached by config hash (`load_or_train_attribute_classifier`), like the concept probe.
 """
 
@@ -21,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS, render_shapes3d
+from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
 from conceptlab.experiments.config import config_hash
 from conceptlab.probes.concept_classifier import default_cache_dir
 from conceptlab.store.files import read_tensors, write_json, write_tensors
@@ -45,6 +46,7 @@ class AttributeClassifierConfig:
     lr: float = 3e-3
     noise_std_max: float = 0.05
     seed: int = 0
+    h5_path: str | None = None  # train and test on this Shapes3D file's images instead of renders
 
     def __post_init__(self) -> None:
         check_attributes(self.attributes)
@@ -68,6 +70,9 @@ class AttributeClassifierConfig:
         out.pop("levels")  # only when set, so the cache keys of unrestricted classifiers stay as they were
         if self.levels:
             out["levels"] = {k: list(v) for k, v in self.levels.items()}
+        out.pop("h5_path")  # likewise
+        if self.h5_path is not None:
+            out["h5_path"] = str(Path(self.h5_path).resolve())
         return out
 
 
@@ -127,8 +132,16 @@ def _noisy(images: Tensor, noise_std_max: float, generator: torch.Generator) -> 
     return (images + std * torch.randn(images.shape, generator=generator)).clamp(0.0, 1.0)
 
 
-def _render(factors: Tensor, image_size: int, batch: int = 2048) -> Tensor:
-    return torch.cat([render_shapes3d(factors[i : i + batch], image_size) for i in range(0, len(factors), batch)])
+def ground_truth_images(cfg: AttributeClassifierConfig, factors: Tensor, batch: int = 2048) -> Tensor:
+    """Images [N, 3, S, S] in [0, 1] of factor levels [N, 6]: renders, or the rows of `cfg.h5_path`."""
+    parts = []
+    for i in range(0, len(factors), batch):
+        part = factors[i : i + batch]
+        if cfg.h5_path is not None:
+            parts.append(load_shapes3d_h5(cfg.h5_path, index_from_factors(part), cfg.image_size).images)
+        else:
+            parts.append(render_shapes3d(part, cfg.image_size))
+    return torch.cat(parts)
 
 
 @torch.no_grad()
@@ -158,7 +171,7 @@ def train_attribute_classifier(cfg: AttributeClassifierConfig) -> tuple[Attribut
         model = AttributeClassifier(cfg.attributes, cfg.width)
     g = torch.Generator().manual_seed(cfg.seed)
     factors = random_factors(cfg.train_images, cfg.fixed, g, cfg.levels)
-    clean = _render(factors, cfg.image_size)
+    clean = ground_truth_images(cfg, factors)
     labels = factors[:, [FACTORS.index(a) for a in cfg.attributes]]
     steps_per_epoch = math.ceil(cfg.train_images / cfg.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
@@ -180,17 +193,24 @@ def train_attribute_classifier(cfg: AttributeClassifierConfig) -> tuple[Attribut
     train_seconds = time.perf_counter() - start
     test_g = torch.Generator().manual_seed(cfg.seed + 1_000_003)
     test_factors = random_factors(cfg.test_images, cfg.fixed, test_g, cfg.levels)
-    test_images = _noisy(_render(test_factors, cfg.image_size), cfg.noise_std_max, test_g)
+    test_images = _noisy(ground_truth_images(cfg, test_factors), cfg.noise_std_max, test_g)
     held_out = attribute_accuracy(model, test_images, test_factors)
     return model, {
         "held_out_accuracy": held_out,
         "min_accuracy": min(held_out.values()),
         "train_seconds": round(train_seconds, 2),
+        "trained_on": "h5" if cfg.h5_path is not None else "renders",
     }
 
 
 def classifier_key(cfg: AttributeClassifierConfig) -> str:
-    return config_hash({"attribute_classifier": cfg.to_dict(), "version": CLASSIFIER_VERSION})
+    """Cache key: the config (and, for an h5 source, the file's size and modification time, so a replaced file
+    retrains)."""
+    key = {"attribute_classifier": cfg.to_dict(), "version": CLASSIFIER_VERSION}
+    if cfg.h5_path is not None:
+        stat = Path(cfg.h5_path).stat()
+        key["h5_file"] = {"bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return config_hash(key)
 
 
 def load_or_train_attribute_classifier(
