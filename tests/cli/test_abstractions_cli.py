@@ -38,7 +38,7 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     assert summary["kind"] == "shapes3d" and summary["final_step"] == 20
     assert set(summary["commitment_tau"]) == set(MEASURES)
     assert set(summary["conditional_accuracy"]) == {"wall_hue", "shape"}
-    assert summary["largest_footprint"] == "wall_hue"
+    assert summary["largest_footprint"] == "wall_hue" and summary["signal_order"] == ["wall_hue", "shape"]
     assert set(summary["seconds"]) >= {"train", "classifier", "conditional", *MEASURES, "total"}
     assert summary["figures"] == ["figures/abstractions.png"] and (run_dir / "figures" / "abstractions.png").is_file()
     assert "commitment_order.linear_probe" in result.output

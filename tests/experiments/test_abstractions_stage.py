@@ -102,6 +102,23 @@ def test_footprint_and_probe_rows(micro):
     _, dgp, _ = micro
     footprint = stage.pixel_footprint(dgp, bases=4)
     assert footprint["wall_hue"] > footprint["shape"] > 0
+    signal = stage.attribute_signal(dgp, bases=4)
+    assert signal["wall_hue"] > signal["shape"] > 0
+
+
+def test_signal_orders_wall_hue_object_hue_shape_where_the_footprint_does_not():
+    from conceptlab.data import build_dgp
+    from conceptlab.experiments.config import Shapes3DDataConfig
+
+    dgp = build_dgp(Shapes3DDataConfig(attributes=["wall_hue", "object_hue", "shape"], image_size=16,
+                                       levels={"wall_hue": [0, 2, 4, 6, 8], "object_hue": [1, 3, 5, 7, 9]}))
+    signal = stage.attribute_signal(dgp, bases=8)
+    assert signal["wall_hue"] > signal["object_hue"] > signal["shape"] > 0
+    footprint = stage.pixel_footprint(dgp, bases=8)  # a shape change touches more pixels (shading), each slightly
+    assert footprint["shape"] > footprint["object_hue"]
+    times = pd.Series({"wall_hue": 0.2, "object_hue": 0.3, "shape": 0.4})
+    assert stage._order_spearman(signal, times) == 1.0 and stage._order_spearman(footprint, times) == 0.5
+    assert stage._order_spearman(signal, pd.Series({"wall_hue": 0.2, "object_hue": float("nan"), "shape": 0.2})) is None
     rows = stage.probe_rows(30, 12, seed=0)
     assert len(rows) == 30 and torch.bincount(rows, minlength=12).min() >= 2
     assert len(set(stage.probe_rows(5, 12, seed=0).tolist())) == 5

@@ -24,8 +24,11 @@ from 0 to H(V), forking entropy from its first to its last value, probe accuracy
 Both mutual-information curves go from 0 to H(V). The difference
 estimate is also scored against its own final value (`mutual_information_final`, not a primary measure: an imperfect
 network's estimate overshoots H(V) at small σ, where the bound does not).
-The measures' agreement is the Spearman correlation of their commitment times; each attribute's pixel footprint
-(fraction of pixels that change when it alone changes) tells which attribute the theory says commits first.
+The measures' agreement is the Spearman correlation of their commitment times. Two sizes of each attribute say which
+the theory expects first: its pixel footprint (fraction of pixels that change when it alone changes) and its signal
+(root-mean-square pixel change between two of its levels, everything else equal); the summary gives the Spearman
+correlation of each with the commitment order. The signal is the better predictor where an attribute changes many
+pixels slightly (a shape's shading) and another few pixels strongly (an object's hue).
 The classifier is trained on the run's own ground truth: procedural renders, or the images of the h5 file for
 `data.source: h5`.
 
@@ -139,9 +142,9 @@ def attribute_reader(classifier: nn.Module, dgp, batch_size: int = 512) -> Calla
 
 
 # -- footprint ----------------------------------------------------------------------------------------------------
-def pixel_footprint(dgp, bases: int = 16, seed: int = 0, threshold: float = 1e-3) -> dict[str, float]:
-    """Per attribute, the mean fraction of pixels that change when that attribute alone runs through its levels
-    (over `bases` random combinations of the others)."""
+def _level_sweeps(dgp, bases: int, seed: int) -> dict[str, Tensor]:
+    """Per attribute, renders [bases, K, 3, S, S] of `bases` random combinations with that attribute alone run
+    through its K levels."""
     g = torch.Generator().manual_seed(seed)
     base = dgp.classes[torch.randint(len(dgp.classes), (bases,), generator=g)]
     out = {}
@@ -150,9 +153,31 @@ def pixel_footprint(dgp, bases: int = 16, seed: int = 0, threshold: float = 1e-3
         classes = base.repeat_interleave(k, 0)
         classes[:, j] = torch.arange(k).repeat(bases)
         images = dgp.render(classes)
-        images = images.reshape(bases, k, *images.shape[1:])
+        out[name] = images.reshape(bases, k, *images.shape[1:])
+    return out
+
+
+def pixel_footprint(dgp, bases: int = 16, seed: int = 0, threshold: float = 1e-3) -> dict[str, float]:
+    """Per attribute, the mean fraction of pixels that change when that attribute alone runs through its levels
+    (over `bases` random combinations of the others)."""
+    out = {}
+    for name, images in _level_sweeps(dgp, bases, seed).items():
         spread = images.amax(1) - images.amin(1)  # [bases, 3, S, S]
         out[name] = float((spread.amax(1) > threshold).float().mean())
+    return out
+
+
+def attribute_signal(dgp, bases: int = 16, seed: int = 0) -> dict[str, float]:
+    """Per attribute, the root-mean-square pixel change between two of its levels with everything else the same
+    (over `bases` random combinations of the others and every pair of levels): how much of the image, and how
+    strongly, the attribute moves — the concept signal of Park et al., and the "impact in norm" Franzese et al.
+    give for the order of commitment."""
+    out = {}
+    for name, images in _level_sweeps(dgp, bases, seed).items():
+        flat = images.flatten(2)  # [bases, K, P]
+        k = flat.shape[1]
+        sq = (flat[:, :, None] - flat[:, None]).pow(2).mean(-1)  # [bases, K, K]
+        out[name] = float((sq.sum((1, 2)) / (k * (k - 1))).mean().sqrt())
     return out
 
 
@@ -235,8 +260,8 @@ def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.Data
 
         k = len(dgp.levels[name])
         prior = torch.bincount(classes[:, j], minlength=k).double()
-        curve = posterior_bound_curve(d_cond, pairs, process, k, points=a.mi_points, paths=a.mi_paths,
-                                      batch_size=a.batch_size, seed=a.seed + 41 + j, prior=prior)
+        curve = posterior_bound_curve(d_cond, pairs, process, k, points=a.mi_bound_points or a.mi_points,
+                                      paths=a.mi_paths, batch_size=a.batch_size, seed=a.seed + 41 + j, prior=prior)
         entropy = float(-(prior / prior.sum() * (prior / prior.sum()).clamp_min(1e-300).log()).sum())
         parts.append(_rows("mutual_information_bound", name, curve.tau.tolist(), curve.mi, curve.stderr, process,
                            entropy, "H(V)"))
@@ -345,6 +370,15 @@ def mi_at_data(curves: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+def _order_spearman(size: dict[str, float], times: pd.Series) -> float | None:
+    """Spearman(−size, commitment τ) over the attributes with a time: +1 = the larger, the earlier."""
+    both = times.dropna()
+    sizes = pd.Series(size)[both.index]
+    if len(both) < 2 or sizes.nunique() < 2 or both.nunique() < 2:
+        return None
+    return round(float(spearmanr(-sizes, both).statistic), 3)
+
+
 def _steps_to_evaluate(checkpoints: list[tuple[int, Path]], every: int | None) -> list[tuple[int, Path]]:
     if not checkpoints:
         return []
@@ -435,12 +469,9 @@ def finalize(cfg: RunConfig, run_dir: Path, dgp, process, steps: list[int], clf_
     footprint = pixel_footprint(dgp, seed=a.seed)
     largest = max(footprint, key=footprint.get)
     first = {m: bool(orders[m] and orders[m][0] == largest) for m in MEASURES}
-    footprint_rho = {}  # Spearman(−footprint, commitment τ): +1 = the larger the footprint, the earlier
-    for m in MEASURES:
-        both = wide[m].dropna()
-        fp = pd.Series(footprint)[both.index]
-        rho = float(spearmanr(-fp, both).statistic) if len(both) >= 2 and fp.nunique() > 1 and both.nunique() > 1 else math.nan
-        footprint_rho[m] = None if math.isnan(rho) else round(rho, 3)
+    signal = attribute_signal(dgp, seed=a.seed)
+    footprint_rho = {m: _order_spearman(footprint, wide[m]) for m in MEASURES}
+    signal_rho = {m: _order_spearman(signal, wide[m]) for m in MEASURES}
 
     fig = plot_abstractions(table[table["step"] == final], last,
                             title=f"{cfg.name} ({run_dir.name}), step {final}")
@@ -480,5 +511,8 @@ def finalize(cfg: RunConfig, run_dir: Path, dgp, process, steps: list[int], clf_
         "largest_footprint_first": first,
         "largest_footprint_first_all": all(first.values()),
         "footprint_order_spearman": footprint_rho,
+        "signal": {k: round(v, 4) for k, v in signal.items()},
+        "signal_order": sorted(signal, key=signal.get, reverse=True),
+        "signal_order_spearman": signal_rho,
         "figures": [str(fig_path.relative_to(run_dir))],
     }

@@ -447,6 +447,9 @@ class AbstractionsConfig(_Strict):
     mi_points: int = Field(200, ge=2, description="midpoint-rule points of the MI integral (paper: 999)")
     mi_samples: int = Field(64, ge=1, description="(image, noise) pairs per noise level and attribute")
     mi_paths: int = Field(64, ge=2, description="forward-noised data paths of the MI lower bound (K calls per level)")
+    mi_bound_points: int | None = Field(
+        None, ge=2, description="noise levels of the MI lower bound's paths (None: mi_points); coarser is cheaper, looser"
+    )
     roots: int = Field(32, ge=1, description="forking: trajectories per τ")
     forks: int = Field(8, ge=2, description="forking: continuations per root (K)")
     sample_steps: int = Field(40, ge=2, description="steps of the stochastic sampler from τ=0 to 1")
