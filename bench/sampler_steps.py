@@ -49,6 +49,7 @@ def main() -> None:
     picks = [ckpts[round(i)] for i in np.linspace(0, len(ckpts) - 1, min(args.checkpoints, len(ckpts)))]
     reference = args.steps[0]
     worst = {s: 0.0 for s in args.steps[1:]}
+    worst_z = {s: 0.0 for s in args.steps[1:]}  # the same difference in binomial standard errors
     for step, path in picks:
         load_weights(model, load_checkpoint(path)[0], cfg.eval.use_ema)
         tables = {}
@@ -61,11 +62,16 @@ def main() -> None:
             print(f"checkpoint {step}: {steps:3d} steps, {seconds:6.1f} s, "
                   f"accuracy {tables[steps]['accuracy'].round(3).tolist()}")
         for steps in args.steps[1:]:
-            diff = (tables[steps]["accuracy"] - tables[reference]["accuracy"]).abs().max()
-            worst[steps] = max(worst[steps], float(diff))
+            a, b = tables[steps]["accuracy"].to_numpy(), tables[reference]["accuracy"].to_numpy()
+            diff = np.abs(a - b)
+            se = np.sqrt((a * (1 - a) + b * (1 - b)) / args.n)  # two independent sets of n images
+            worst[steps] = max(worst[steps], float(diff.max()))
+            worst_z[steps] = max(worst_z[steps], float((diff / np.maximum(se, 1e-12)).max()))
     for steps, diff in worst.items():
         verdict = "within 2 points" if diff <= 0.02 else "NOT within 2 points"
-        print(f"{steps} steps vs {reference}: largest accuracy difference {diff:.3f} ({verdict}; n={args.n}/class)")
+        print(f"{steps} steps vs {reference}: largest accuracy difference {diff:.3f} ({verdict}; n={args.n}/class; "
+              f"largest difference in standard errors {worst_z[steps]:.1f}: "
+              f"{'within sampling noise' if worst_z[steps] < 2 else 'beyond sampling noise'})")
 
 
 if __name__ == "__main__":
