@@ -1,4 +1,4 @@
-"""Benchmark: wall time of a preset run (default: concept-space-tiny, the `make demo` job), by stage.
+"""Benchmark: wall time of one preset run (default: concept-space-tiny, the core pipeline), by stage.
 
 Runs the preset into a temporary runs folder and prints seconds for training,
 probe (cached or trained), evaluation and the total, plus the training

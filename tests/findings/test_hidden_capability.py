@@ -1,22 +1,24 @@
 """Findings 2–3 (Park et al. 2024): a capability latent interventions reveal before naive prompting shows it.
 
-One CI-sized run of the shipped hidden-emergence-tiny preset (seed 0, the same 500
-training steps; only the final checkpoint evaluated, with over-prompting as the
-intervention): the held-out class (blue-small) is generated far more often under
-over-prompting along color than under its naive prompt, which still produces
-mostly the memorized training class red-small. The test fails if the gap closes
-(no hidden capability, or naive prompting already generalises) or if over-prompting
-stops reaching the class.
+One CI-sized run of the shipped hidden-emergence-tiny preset (seed 0, its first 300
+training steps — in the full 3-seed run over-prompting emerges at 300–400 and naive
+prompting at 700–800 or not at all; only that checkpoint evaluated, with over-prompting
+as the intervention): over-prompting along color passes the emergence bar (Wilson lower
+bound of its held-out score ≥ 0.5) while the naive prompt does not, and beats it by at
+least 0.25. The test fails if the gap closes (no hidden capability, or naive prompting
+already generalises) or if over-prompting stops reaching the class.
 """
 
 import pytest
 
+from conceptlab.analysis.emergence import wilson_interval
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
-CI_SIZE = [  # same data, model and training; evaluation of the final checkpoint only
+CI_SIZE = [  # same data, model and training up to step 300; evaluation of that checkpoint only
+    "train.steps=300",
     "train.checkpoint_schedule=list",
-    "train.checkpoint_steps=[500]",
+    "train.checkpoint_steps=[300]",
     "eval.samples_per_class=16",
     "eval.interventions.samples=48",
     "eval.interventions.linear=null",
@@ -29,8 +31,8 @@ def test_over_prompting_reveals_the_held_out_class_before_naive_prompting(tmp_pa
     cfg = load_config("hidden-emergence-tiny", CI_SIZE)
     summary = run_experiment(cfg, tmp_path / "hidden", progress=False)
     final = summary["emergence"]["targets"]["11"]["final_score"]
-    assert final["over_prompting"] >= final["naive"] + 0.3, final
-    assert final["naive"] < 0.5, final  # behavior has not emerged yet
-    # the naive prompt's generations are valid objects, mostly small (size learned) but not blue
-    acc = summary["final_accuracy"]
-    assert acc["11/size"] >= 0.7 and acc["11/color"] < 0.6, acc
+    n = cfg.eval.interventions.samples
+    lower = {k: float(wilson_interval(v, n)[0]) for k, v in final.items()}
+    assert lower["over_prompting"] >= 0.5, (final, lower)  # the capability is there ...
+    assert lower["naive"] < 0.5, (final, lower)  # ... the behavior is not yet
+    assert final["over_prompting"] >= final["naive"] + 0.25, final
