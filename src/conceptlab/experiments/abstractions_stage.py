@@ -33,8 +33,8 @@ The classifier is trained on the run's own ground truth: procedural renders, or 
 `data.source: h5`.
 
 Files (run folder): `abstractions/step_XXXXXXX/{conditional.json, mutual_information.parquet,
-mutual_information_bound.parquet, forking_entropy.parquet, linear_probe.parquet}` (each written atomically and skipped when present, so an interrupted
-evaluation resumes piece by piece), `abstractions.parquet` (long: run, step, measure, attribute, tau, sigma, logsnr,
+mutual_information_bound.parquet, forking_entropy.parquet, linear_probe.parquet}` (each written atomically and
+skipped when present, so an interrupted evaluation resumes piece by piece), `abstractions.parquet` (long: run, step, measure, attribute, tau, sigma, logsnr,
 value, stderr, reference, reference_name), `commitment.parquet` (run, step, measure, attribute, commitment_tau,
 commitment_sigma, commitment_logsnr, start, end, level, rank, primary) and `figures/abstractions.png`.
 """
@@ -157,23 +157,24 @@ def _level_sweeps(dgp, bases: int, seed: int) -> dict[str, Tensor]:
     return out
 
 
-def pixel_footprint(dgp, bases: int = 16, seed: int = 0, threshold: float = 1e-3) -> dict[str, float]:
+def pixel_footprint(dgp, bases: int = 16, seed: int = 0, threshold: float = 1e-3,
+                    sweeps: dict[str, Tensor] | None = None) -> dict[str, float]:
     """Per attribute, the mean fraction of pixels that change when that attribute alone runs through its levels
-    (over `bases` random combinations of the others)."""
+    (over `bases` random combinations of the others; `sweeps` from `_level_sweeps` if already rendered)."""
     out = {}
-    for name, images in _level_sweeps(dgp, bases, seed).items():
+    for name, images in (sweeps or _level_sweeps(dgp, bases, seed)).items():
         spread = images.amax(1) - images.amin(1)  # [bases, 3, S, S]
         out[name] = float((spread.amax(1) > threshold).float().mean())
     return out
 
 
-def attribute_signal(dgp, bases: int = 16, seed: int = 0) -> dict[str, float]:
+def attribute_signal(dgp, bases: int = 16, seed: int = 0, sweeps: dict[str, Tensor] | None = None) -> dict[str, float]:
     """Per attribute, the root-mean-square pixel change between two of its levels with everything else the same
     (over `bases` random combinations of the others and every pair of levels): how much of the image, and how
     strongly, the attribute moves — the concept signal of Park et al., and the "impact in norm" Franzese et al.
     give for the order of commitment."""
     out = {}
-    for name, images in _level_sweeps(dgp, bases, seed).items():
+    for name, images in (sweeps or _level_sweeps(dgp, bases, seed)).items():
         flat = images.flatten(2)  # [bases, K, P]
         k = flat.shape[1]
         sq = (flat[:, :, None] - flat[:, None]).pow(2).mean(-1)  # [bases, K, K]
@@ -217,23 +218,33 @@ def conditional_accuracy(a: AbstractionsConfig, dgp, model, read) -> dict[str, f
     return {name: float((got[name] == classes[:, j]).float().mean()) for j, name in enumerate(dgp.attributes)}
 
 
+def _attribute_denoiser_and_pairs(dgp, model, j: int):
+    """For attribute j: the network's denoiser given that attribute alone, (x, σ, class) → x̂_0, and a sampler of
+    (model-space image, class) pairs from the world's combinations."""
+    process, net = model.process, model.net
+    device = next(model.parameters()).device
+    name, classes = dgp.attributes[j], dgp.classes
+
+    def d_cond(x, sigma, v):
+        return process.denoise_ve(net, x, sigma, dgp.prompt.only(name, v.cpu()).to(x.device))
+
+    def pairs(n, g):
+        idx = torch.randint(len(classes), (n,), generator=g)
+        return _model_space(dgp, process, idx, device), classes[idx, j]
+
+    return d_cond, pairs
+
+
 @torch.no_grad()
 def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
     """I(V; Y_0..τ) per attribute on the midpoint-rule grid (τ = 0, 1/P, ..., 1), reference H(V) = ln K."""
     process, net = model.process, model.net
-    device = next(model.parameters()).device
-    classes = dgp.classes
     parts = []
     for j, name in enumerate(dgp.attributes):
-        def d_cond(x, sigma, v, name=name):
-            return process.denoise_ve(net, x, sigma, dgp.prompt.only(name, v.cpu()).to(x.device))
+        d_cond, pairs = _attribute_denoiser_and_pairs(dgp, model, j)
 
         def d_uncond(x, sigma):
             return process.denoise_ve(net, x, sigma, dgp.prompt.null(x.shape[0]).to(x.device))
-
-        def pairs(n, g, j=j):
-            idx = torch.randint(len(classes), (n,), generator=g)
-            return _model_space(dgp, process, idx, device), classes[idx, j]
 
         curve = mutual_information_curve(d_cond, d_uncond, pairs, process, points=a.mi_points,
                                          samples_per_point=a.mi_samples, batch_size=a.batch_size, seed=a.seed + j)
@@ -246,20 +257,12 @@ def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
 @torch.no_grad()
 def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
     """The posterior lower bound on I(V; X_τ) per attribute on the same τ grid, reference H(V) = ln K."""
-    process, net = model.process, model.net
-    device = next(model.parameters()).device
-    classes = dgp.classes
+    process = model.process
     parts = []
     for j, name in enumerate(dgp.attributes):
-        def d_cond(x, sigma, v, name=name):
-            return process.denoise_ve(net, x, sigma, dgp.prompt.only(name, v.cpu()).to(x.device))
-
-        def pairs(n, g, j=j):
-            idx = torch.randint(len(classes), (n,), generator=g)
-            return _model_space(dgp, process, idx, device), classes[idx, j]
-
+        d_cond, pairs = _attribute_denoiser_and_pairs(dgp, model, j)
         k = len(dgp.levels[name])
-        prior = torch.bincount(classes[:, j], minlength=k).double()
+        prior = torch.bincount(dgp.classes[:, j], minlength=k).double()
         curve = posterior_bound_curve(d_cond, pairs, process, k, points=a.mi_bound_points or a.mi_points,
                                       paths=a.mi_paths, batch_size=a.batch_size, seed=a.seed + 41 + j, prior=prior)
         entropy = float(-(prior / prior.sum() * (prior / prior.sum()).clamp_min(1e-300).log()).sum())
@@ -366,7 +369,8 @@ def mi_at_data(curves: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
         part = curves[curves["measure"] == measure]
         for attribute, g in part.groupby("attribute", sort=False):
             last = g.sort_values("tau").iloc[-1]
-            out.setdefault(attribute, {"H(V)": round(float(last["reference"]), 4)})[measure] = round(float(last["value"]), 4)
+            entry = out.setdefault(attribute, {"H(V)": round(float(last["reference"]), 4)})
+            entry[measure] = round(float(last["value"]), 4)
     return out
 
 
@@ -466,10 +470,11 @@ def finalize(cfg: RunConfig, run_dir: Path, dgp, process, steps: list[int], clf_
     wide = _wide(last)[list(MEASURES)]
     orders = {m: [att for att in commitment_order(wide, m) if not math.isnan(wide.loc[att, m])] for m in MEASURES}
     agreement = measure_agreement(wide)
-    footprint = pixel_footprint(dgp, seed=a.seed)
+    sweeps = _level_sweeps(dgp, bases=16, seed=a.seed)
+    footprint = pixel_footprint(dgp, sweeps=sweeps)
     largest = max(footprint, key=footprint.get)
     first = {m: bool(orders[m] and orders[m][0] == largest) for m in MEASURES}
-    signal = attribute_signal(dgp, seed=a.seed)
+    signal = attribute_signal(dgp, sweeps=sweeps)
     footprint_rho = {m: _order_spearman(footprint, wide[m]) for m in MEASURES}
     signal_rho = {m: _order_spearman(signal, wide[m]) for m in MEASURES}
 
