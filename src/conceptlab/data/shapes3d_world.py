@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from conceptlab.data.attribute_prompt import AttributePrompt
-from conceptlab.data.labelled import LabelledImages
+from conceptlab.data.labelled import LabelledImages, unit_float
 from conceptlab.data.shapes3d import FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
 from conceptlab.experiments.config import Shapes3DDataConfig
 
@@ -71,7 +71,7 @@ class Shapes3DWorld:
 
     def render(self, classes: Tensor) -> Tensor:
         """Images `[N, 3, S, S]` in [0, 1] of attribute classes `[N, A]` (procedural or from the h5 file)."""
-        return self._render(classes).float() / 255.0
+        return unit_float(self._render(classes))
 
     def _render(self, classes: Tensor) -> Tensor:
         """uint8 images `[N, 3, S, S]` of attribute classes `[N, A]`, rendered (or read) 256 at a time."""
@@ -98,7 +98,7 @@ class Shapes3DWorld:
 
     def images(self, rows: Tensor) -> Tensor:
         """Float images in [0, 1] of the combinations at `rows` (indices into `classes`)."""
-        return self.all_images()[torch.as_tensor(rows, dtype=torch.long)].float() / 255.0
+        return unit_float(self.all_images()[torch.as_tensor(rows, dtype=torch.long)])
 
     def training_set(self) -> LabelledImages:
         """Every combination `copies` times: uint8 images, one-hot prompts, attribute classes as labels."""
