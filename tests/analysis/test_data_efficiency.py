@@ -122,3 +122,12 @@ def test_data_efficiency_over_a_bump_world_sweep(tmp_path):
     assert "bumps: images to reach 60% ∝ N^2.00" in result.output
     assert "bumps+stripes: images to reach 60% ∝ N^1.00" in result.output
     assert (root / "figures" / "data_efficiency.png").is_file() and (root / "data_efficiency.parquet").is_file()
+
+
+def test_family_names_say_when_lambda_thinned_only_the_bumps():
+    from conceptlab.analysis.data_efficiency import family_name
+
+    assert family_name("bump") == family_name("bump", "2d") == "bumps"  # every label is 2D: nothing to tell apart
+    assert family_name("bump+stripes") == "bumps+stripes"
+    assert family_name("bump+stripes", "2d") == "bumps+stripes (λ on 2D)"
+    assert family_name("sos", "all") == "sos"

@@ -121,3 +121,24 @@ def test_subsampling_leaves_an_unseen_region_of_the_dropped_2d_labels():
     assert sum(len(v) for v in regions.values()) == 64
     assert len(regions["held_out"]) == 8 and len(regions["train"]) == round(0.25 * 56)
     assert "unseen" not in BumpWorld(BumpsDataConfig(image_size=8)).regions()
+
+
+def test_fraction_scope_2d_thins_only_the_bumps_and_keeps_every_stripe():
+    base = dict(image="bump+stripes", image_size=8, border=2, fraction=0.25, data_seed=1)
+    everything, bumps_only = BumpWorld(BumpsDataConfig(**base)), BumpWorld(BumpsDataConfig(**base, fraction_scope="2d"))
+    full = BumpWorld(BumpsDataConfig(**{**base, "fraction": 1.0}))
+    types_full = image_type(full.train_labels, 8, 2)
+    types_2d = image_type(bumps_only.train_labels, 8, 2)
+    # every 1D and 0D label of the full lattice is still there; a quarter of the 2D ones
+    assert int((types_2d < 2).sum()) == int((types_full < 2).sum())
+    assert int((types_2d == 2).sum()) == round(0.25 * int((types_full == 2).sum()))
+    # with the default scope λ thins the stripes too
+    assert int((image_type(everything.train_labels, 8, 2) < 2).sum()) < int((types_full < 2).sum())
+    assert bumps_only.describe()["fraction_scope"] == "2d"
+    # the dropped 2D labels are the unseen region, the kept ones the trained region
+    regions = bumps_only.regions()
+    assert len(regions["train"]) + len(regions["unseen"]) == 64
+    # a bumps-only world (every label 2D) is thinned the same under both scopes
+    plain = dict(image_size=8, fraction=0.25, data_seed=1)
+    assert torch.equal(BumpWorld(BumpsDataConfig(**plain)).train_labels,
+                       BumpWorld(BumpsDataConfig(**plain, fraction_scope="2d")).train_labels)

@@ -97,9 +97,16 @@ def scaling_fit(sizes: pd.DataFrame) -> pd.DataFrame:
 FAMILIES = {"bump": "bumps", "bump+stripes": "bumps+stripes"}
 
 
+def family_name(image: str, fraction_scope: str = "all") -> str:
+    """The data family of a run: bumps, bumps+stripes, or the image kind; "(λ on 2D)" when λ thinned only the 2D
+    labels (`data.fraction_scope=2d`, every stripe kept)."""
+    name = FAMILIES.get(image, image)
+    return f"{name} (λ on 2D)" if fraction_scope == "2d" and image != "bump" else name
+
+
 def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions: tuple[str, ...] = ("train", "unseen")) -> pd.DataFrame:
     """The input of `size_to_reach` from a bump-world sweep: one row per run with family (from `data.image`: bumps,
-    bumps+stripes, or the image kind), N (`data.image_size`), dataset_size (training images) and accuracy (final
+    bumps+stripes, or the image kind; see `family_name`), N (`data.image_size`), dataset_size (training images) and accuracy (final
     joint accuracy over the 2D labels of `regions` — trained on and dropped by subsampling — weighted by region size).
     """
     needed = {"run_id", "data_image", "data_image_size", "training_images"}
@@ -115,10 +122,12 @@ def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions:
     final["weighted"] = final["joint"] * final["weight"]
     per_run = final.groupby("run_id")[["weighted", "weight"]].sum()
     accuracy = (per_run["weighted"] / per_run["weight"]).rename("accuracy").reset_index()
-    table = runs[["run_id", "data_image", "data_image_size", "training_images"]].merge(accuracy, on="run_id")
+    columns = ["run_id", "data_image", "data_image_size", "training_images"]
+    scope = runs["data_fraction_scope"] if "data_fraction_scope" in runs.columns else pd.Series("all", index=runs.index)
+    table = runs[columns].assign(scope=scope.fillna("all")).merge(accuracy, on="run_id")
     return pd.DataFrame({
         "run_id": table["run_id"],
-        "family": table["data_image"].map(lambda k: FAMILIES.get(k, k)),
+        "family": [family_name(image, scope) for image, scope in zip(table["data_image"], table["scope"])],
         "N": table["data_image_size"].astype(int),
         "dataset_size": table["training_images"].astype(float),
         "accuracy": table["accuracy"].astype(float),

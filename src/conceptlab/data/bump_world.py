@@ -8,7 +8,8 @@ module only assembles them:
 2. each label's image type is 0/1/2: how many of its centres fall inside the visible frame (`data.bumps.image_type`);
 3. the held-out region removes labels from training — only 2D labels (`scope=2d`: the stripes of the other types
    still cover the region, the composition test) or every label in it (`scope=all`: interpolation);
-4. a fraction λ of the remaining training labels is kept, chosen by `data_seed`.
+4. a fraction λ of the remaining training labels is kept, chosen by `data_seed` — of all of them, or with
+   `fraction_scope=2d` of the 2D ones only (every stripe kept).
 
 Images are `[N, 1, S, S]` in [0, 1] (one channel); prompts are the labels themselves, `[N, 2]` float32.
 The evaluation's regions are the 2D labels: `train` (trained on), `held_out` (in the held-out region) and `unseen`
@@ -48,12 +49,25 @@ class BumpWorld:
         candidates = self.labels[~removed]
         if len(candidates) == 0:
             raise ValueError(f"held-out region {region.model_dump()} removes every label: no training data left")
-        self.train_labels = subsample(candidates, cfg.fraction, cfg.data_seed) if cfg.fraction < 1 else candidates
+        self.train_labels = self._subsample(candidates)
         train_types = image_type(self.train_labels, cfg.image_size, cfg.border)
         if not bool((train_types == 2).any()):
             raise ValueError("no 2D image (both centres inside the frame) is left for training")
         self.held_out_labels = self.labels[in_region & (self.types == 2)]
         self.train_2d_labels = self.train_labels[train_types == 2]
+
+    def _subsample(self, candidates: Tensor) -> Tensor:
+        """Keep a fraction λ of the candidate labels — of all of them, or (`fraction_scope=2d`) of the 2D ones only,
+        every 1D / 0D label kept — in lattice order."""
+        cfg = self.cfg
+        if cfg.fraction >= 1:
+            return candidates
+        if cfg.fraction_scope == "all":
+            return subsample(candidates, cfg.fraction, cfg.data_seed)
+        is_2d = image_type(candidates, cfg.image_size, cfg.border) == 2
+        kept_2d = subsample(candidates[is_2d], cfg.fraction, cfg.data_seed)
+        keep = ~is_2d | (candidates[:, None, :] == kept_2d[None, :, :]).all(dim=2).any(dim=1)
+        return candidates[keep]
 
     # -- images -----------------------------------------------------------------------------------------------------
     def render(self, labels: Tensor) -> Tensor:
@@ -116,6 +130,7 @@ class BumpWorld:
             "sigma": list(cfg.sigma),
             "spacing": list(cfg.spacing),
             "fraction": cfg.fraction,
+            "fraction_scope": cfg.fraction_scope,
             "held_out": cfg.held_out.model_dump(),
             "lattice_labels": {**counts, "total": len(self.labels)},
             "train_labels": {**{f"{d}d": int((train_types == d).sum()) for d in (0, 1, 2)}, "total": len(self.train_labels)},

@@ -175,6 +175,11 @@ class BumpsDataConfig(_Strict):
     sigma: tuple[float, float] = Field((1.0, 1.0), description="bump widths (σx, σy) in pixels")
     spacing: tuple[float, float] = Field((1.0, 1.0), description="lattice spacings (dx, dy) in pixels")
     fraction: float = Field(1.0, gt=0.0, le=1.0, description="λ: fraction of lattice points kept (subsampling)")
+    fraction_scope: Literal["all", "2d"] = Field(
+        "all",
+        description="which training labels λ thins: all of them, or only the 2D ones (every 1D stripe and 0D image "
+        "kept: the paper's 'all 1D stripes and a few 2D bumps')",
+    )
     held_out: HeldOutRegion = Field(default_factory=HeldOutRegion)
     copies: int = Field(1, ge=1, description="times each training image is repeated in the training set")
     null_value: float = Field(-1.0, description="prompt value of a dropped label (outside every coordinate, all ≥ 0)")
