@@ -65,8 +65,8 @@ class BumpWorld:
         if cfg.fraction_scope == "all":
             return subsample(candidates, cfg.fraction, cfg.data_seed)
         is_2d = image_type(candidates, cfg.image_size, cfg.border) == 2
-        kept_2d = subsample(candidates[is_2d], cfg.fraction, cfg.data_seed)
-        keep = ~is_2d | (candidates[:, None, :] == kept_2d[None, :, :]).all(dim=2).any(dim=1)
+        keep = ~is_2d
+        keep[subsample(torch.nonzero(is_2d).squeeze(1), cfg.fraction, cfg.data_seed)] = True
         return candidates[keep]
 
     # -- images -----------------------------------------------------------------------------------------------------
