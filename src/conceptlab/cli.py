@@ -200,8 +200,10 @@ def emergence_report_cmd(
         first = v["capability_first_where_naive_emerged"]
         console.print("  capability before behavior where naive emerged: "
                       + ("n/a (naive never emerged)" if first is None else ("yes, every seed" if first else "no")))
-        console.print(f"  memorization before the largest turn: {v['memorization_precedes_turn_in']} of "
-                      f"{v['runs_with_memorization_and_turn']} runs with both")
+        both = v["runs_with_memorization_and_turn"]
+        console.print("  memorization before the largest turn: "
+                      + (f"{v['memorization_precedes_turn_in']} of {both} runs with both" if both else
+                         "untested (no run had both a memorization phase and a turn)"))
     console.print(f"tables: {root / 'emergence_seeds.parquet'}, {root / 'emergence_across_seeds.parquet'}")
     console.print(f"figure: {root / 'emergence_seeds.png'}")
 

@@ -14,6 +14,7 @@ SEEDS = {0: (250.0, 200.0, 50.0, 150.0), 1: (None, 175.0, 75.0, 125.0), 2: (300.
 
 
 def _fake_run(folder, seed, naive, over, mem_start, turn):
+    """mem_start None: the run had no memorization phase."""
     folder.mkdir(parents=True)
     cfg = load_config("micro", [f"train.train_seed={seed}", f"data.data_seed={seed}"])
     (folder / "config.yaml").write_text(config_to_yaml(cfg))
@@ -27,7 +28,7 @@ def _fake_run(folder, seed, naive, over, mem_start, turn):
     write_json(folder / "summary.json", {"emergence": {"threshold": 0.5, "targets": {"11": {
         "emergence_step": {"naive": naive, "over_prompting": over},
         "final_score": {"naive": 1.0 if naive else 0.0, "over_prompting": 1.0},
-        "memorization": {"start": mem_start, "end": mem_start + 25, "read_as": "01"},
+        "memorization": None if mem_start is None else {"start": mem_start, "end": mem_start + 25, "read_as": "01"},
         "turn": {"step": turn, "angle": 90.0},
         "capability_gap": None if naive is None else naive - over}}}})
 
@@ -79,3 +80,17 @@ def test_sweep_report_gives_the_emergence_report_of_a_hidden_emergence_sweep(tmp
     (tmp_path / "empty" / MANIFEST).write_text("{}")
     result = CliRunner().invoke(app, ["sweep-report", str(tmp_path / "empty")])
     assert result.exit_code == 2 and "no finished concept-space, hidden-emergence or bump-world runs" in result.output
+
+
+def test_report_says_memorization_vs_turn_is_untested_when_no_run_memorized(tmp_path):
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    for seed in (0, 1):
+        _fake_run(tmp_path / f"run{seed}", seed, 250.0, 200.0, None, 150.0)
+    v = emergence_report(tmp_path)["targets"]["11"]
+    assert v["runs_with_memorization_and_turn"] == 0 and v["memorization_precedes_turn_in"] == 0
+    result = CliRunner().invoke(app, ["emergence-report", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "untested (no run had both a memorization phase and a turn)" in " ".join(result.output.split())
