@@ -76,7 +76,8 @@ def test_second_call_loads_from_cache(trained, cache, monkeypatch):
     assert torch.equal(a.p_valid, b.p_valid) and all(torch.equal(a.p_one[c], b.p_one[c]) for c in CONCEPTS)
     key = cc.probe_key(MICRO, CONCEPTS, 32)
     assert json.loads((cache / f"{key}.json").read_text())["concepts"] == CONCEPTS
-    assert sorted(p.name for p in cache.iterdir()) == [f"{key}.json", f"{key}.safetensors"]  # no temp files left
+    # no temp files left; the lock file stays (deleting it could let a waiting process lock a stale inode)
+    assert sorted(p.name for p in cache.iterdir()) == [f"{key}.json", f"{key}.lock", f"{key}.safetensors"]
 
 
 def test_cache_key_and_default_dir(monkeypatch, tmp_path):
@@ -90,4 +91,18 @@ def test_below_min_accuracy_raises_and_caches_nothing(tmp_path):
     weak = ProbeConfig(width=4, images_per_class=10, invalid_images=10, epochs=1, min_accuracy=1.0)
     with pytest.raises(cc.ProbeAccuracyError, match="min_accuracy"):
         cc.load_or_train_probe(weak, CONCEPTS, 16, cache_dir=tmp_path, progress=False)
-    assert not any(tmp_path.iterdir())
+    assert [p.suffix for p in tmp_path.iterdir()] == [".lock"]
+
+
+def _train_or_load(cache_dir):
+    tiny = ProbeConfig(width=4, images_per_class=40, invalid_images=40, epochs=1, min_accuracy=0.0)
+    return cc.load_or_train_probe(tiny, CONCEPTS, 16, cache_dir=cache_dir, progress=False)[1]["source"]
+
+
+def test_concurrent_callers_train_a_missing_probe_once(tmp_path):
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(2) as pool:
+        sources = pool.map(_train_or_load, [tmp_path, tmp_path])
+    assert sorted(sources) == ["cache", "trained"]
+    assert len(list(tmp_path.glob("*.safetensors"))) == 1

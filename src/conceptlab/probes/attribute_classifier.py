@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
 from conceptlab.experiments.config import config_hash
 from conceptlab.probes.concept_classifier import default_cache_dir
-from conceptlab.store.files import read_tensors, write_json, write_tensors
+from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
 
 CLASSIFIER_VERSION = 1  # bump when the training data or architecture change, so cached classifiers are retrained
 
@@ -221,14 +221,15 @@ def load_or_train_attribute_classifier(
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = classifier_key(cfg)
     weights, sidecar = cache / f"attributes-{key}.safetensors", cache / f"attributes-{key}.json"
-    if weights.exists() and sidecar.exists():
-        meta = json.loads(sidecar.read_text())
-        model = AttributeClassifier(meta["attributes"], meta["width"])
-        model.load_state_dict(read_tensors(weights))
-        return model.eval(), {**meta["report"], "source": "cache"}
-    model, report = train_attribute_classifier(cfg)
-    cache.mkdir(parents=True, exist_ok=True)
-    write_tensors(weights, model.state_dict())  # weights first: the sidecar marks a complete entry
-    write_json(sidecar, {"key": key, "version": CLASSIFIER_VERSION, "attributes": list(cfg.attributes),
-                         "width": cfg.width, "config": cfg.to_dict(), "report": report})
-    return model, {**report, "source": "trained"}
+    with exclusive_lock(cache / f"attributes-{key}.lock"):  # concurrent callers train it once
+        if weights.exists() and sidecar.exists():
+            meta = json.loads(sidecar.read_text())
+            model = AttributeClassifier(meta["attributes"], meta["width"])
+            model.load_state_dict(read_tensors(weights))
+            return model.eval(), {**meta["report"], "source": "cache"}
+        model, report = train_attribute_classifier(cfg)
+        cache.mkdir(parents=True, exist_ok=True)
+        write_tensors(weights, model.state_dict())  # weights first: the sidecar marks a complete entry
+        write_json(sidecar, {"key": key, "version": CLASSIFIER_VERSION, "attributes": list(cfg.attributes),
+                             "width": cfg.width, "config": cfg.to_dict(), "report": report})
+        return model, {**report, "source": "trained"}

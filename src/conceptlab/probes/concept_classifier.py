@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from conceptlab.data.shapes import ATTRIBUTES, sample_scene, seeded_generator
 from conceptlab.experiments.config import ProbeConfig, config_hash
-from conceptlab.store.files import read_tensors, write_json, write_tensors
+from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
 
 PROBE_VERSION = 1  # bump whenever training data or architecture change, so cached probes are retrained
 SEPARATION_GRID = (0.2, 0.4, 0.6, 0.8)  # exact-mean test separations reported (those inside the probe's range)
@@ -287,9 +287,17 @@ def load_or_train_probe(
 ) -> tuple[ConceptProbe, dict]:
     """The probe for (cfg, concepts, image_size): loaded from the cache if there, else trained, checked against
     `cfg.min_accuracy` (ProbeAccuracyError if below) and cached as `<key>.safetensors` + `<key>.json`.
-    The returned report says `source`: "cache" or "trained"."""
+    The returned report says `source`: "cache" or "trained". Concurrent callers for the same probe train it once."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = probe_key(cfg, concepts, image_size)
+    # one process trains a missing probe; others asking for the same key (sweep workers) wait, then load it
+    with exclusive_lock(cache / f"{key}.lock"):
+        return _load_or_train_probe(cfg, concepts, image_size, cache, key, progress)
+
+
+def _load_or_train_probe(
+    cfg: ProbeConfig, concepts: list[str], image_size: int, cache: Path, key: str, progress: bool
+) -> tuple[ConceptProbe, dict]:
     weights, sidecar = cache / f"{key}.safetensors", cache / f"{key}.json"
     if weights.exists() and sidecar.exists():
         meta = json.loads(sidecar.read_text())

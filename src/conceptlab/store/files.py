@@ -1,12 +1,20 @@
-"""Atomic file writes (temp file + rename) for JSON, safetensors and Parquet, so readers never see half a file."""
+"""Atomic file writes (temp file + rename) for JSON, safetensors and Parquet, so readers never see half a file;
+and an exclusive lock file, so concurrent processes sharing a cache build each entry once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+try:  # POSIX; elsewhere the lock is a no-op and concurrent processes may each build the same entry
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 import pandas as pd
 import torch
@@ -25,6 +33,22 @@ def _atomic(path: Path, write) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive advisory lock on `path` (created if missing) for the `with` block; other processes (and
+    other open files in this one) asking for it wait. Released when the block exits, error or not."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def write_text(path: Path, text: str) -> Path:
