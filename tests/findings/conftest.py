@@ -1,5 +1,7 @@
-"""Findings tests train CI-sized runs: a private probe cache, and two torch threads (CI has 2 cores) — one when
-pytest-xdist runs two test files at a time (`make test`), so the two workers share the cores instead of thrashing."""
+"""Findings tests train CI-sized runs: a probe cache shared by this session's pytest-xdist workers (the cache's lock
+makes the first test that needs a probe train it and the others wait and load it), and two torch threads (CI has 2
+cores) — one when pytest-xdist runs two test files at a time (`make test`), so the two workers share the cores
+instead of thrashing."""
 
 import os
 
@@ -9,8 +11,11 @@ import torch
 
 @pytest.fixture(autouse=True)
 def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    base = tmp_path_factory.getbasetemp()
+    session = base.parent if worker else base  # under xdist each worker's basetemp sits in the session's folder
+    monkeypatch.setenv("CONCEPTLAB_CACHE", str(session / "findings-cache"))
     threads = torch.get_num_threads()
-    torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
+    torch.set_num_threads(1 if worker else 2)
     yield
     torch.set_num_threads(threads)
