@@ -428,8 +428,13 @@ def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 
     out = Table("family", "N", f"images to reach {target:.0%}", box=None)
     for r in sizes.itertuples():
         text = "never" if pd.isna(r.size_to_reach) else f"{r.size_to_reach:.0f}" + (" (≤, smallest size)" if r.censored else "")
+        if r.training_limited:
+            text += f" — training-limited ({r.fit_fraction:.0%} of runs reach {target:.0%} on their training labels)"
         out.add_row(r.family, str(r.N), text)
     console.print(out)
+    if sizes["training_limited"].any():
+        console.print("training-limited: the model did not fit its own training labels in most runs, so the size "
+                      "there measures the training budget, not data efficiency; left out of the fits")
     for r in fits.itertuples():
         fit = "too few uncensored N" if pd.isna(r.exponent) else f"∝ N^{r.exponent:.2f} (R² {r.r2:.2f})"
         console.print(f"{r.family}: images to reach {target:.0%} {fit}")

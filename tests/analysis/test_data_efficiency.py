@@ -131,3 +131,19 @@ def test_family_names_say_when_lambda_thinned_only_the_bumps():
     assert family_name("bump+stripes") == "bumps+stripes"
     assert family_name("bump+stripes", "2d") == "bumps+stripes (λ on 2D)"
     assert family_name("sos", "all") == "sos"
+
+
+def test_a_size_where_the_model_did_not_fit_its_training_labels_is_flagged_and_left_out_of_the_fit():
+    runs = synthetic_runs(ns=(8, 16, 32, 64), seeds=1)
+    runs["train_accuracy"] = 1.0
+    big = (runs["family"] == "bumps") & (runs["N"] == 64)
+    runs.loc[big, "accuracy"] = 0.05  # the model failed at N = 64 ...
+    runs.loc[big, "train_accuracy"] = np.where(runs.loc[big, "dataset_size"] < 20, 0.9, 0.1)  # ... even on its data
+    sizes = size_to_reach(runs).set_index(["family", "N"])
+    assert sizes.loc[("bumps", 64), "training_limited"] and math.isnan(sizes.loc[("bumps", 64), "size_to_reach"])
+    assert sizes.loc[("bumps", 64), "fit_fraction"] == pytest.approx(3 / 17)  # sizes 4, 8, 16 fit; 14 others do not
+    assert not sizes["training_limited"].drop(("bumps", 64)).any()
+    fit = scaling_fit(sizes.reset_index()).set_index("family")
+    assert fit.loc["bumps", "points"] == 3 and fit.loc["bumps", "exponent"] == pytest.approx(2.0, abs=1e-9)
+    without = size_to_reach(runs.drop(columns="train_accuracy"))  # no column: nothing is flagged
+    assert not without["training_limited"].any() and without["fit_fraction"].isna().all()

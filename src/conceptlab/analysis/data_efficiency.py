@@ -10,9 +10,15 @@ accuracy is ≥ target, interpolated linearly in log size from the point before 
 (`threshold_crossing`). It is NaN when the target is never reached and equals the
 smallest size when that already reaches it (flagged `censored`).
 
+With an optional `train_accuracy` column (each run's accuracy on the labels it
+was trained on), a (family, N) where fewer than half the runs reach `target` on
+their own training labels is flagged `training_limited`: there the model did not
+fit its data, so a missing or late crossing measures the training budget, not
+data efficiency.
+
 `scaling_fit` fits log size* = log c + b log N per family by least squares
-(censored and NaN points excluded): the paper reports b ≈ 2 for bumps only and
-b ≈ 1 with stripes added.
+(censored, NaN and training-limited points excluded): the paper reports b ≈ 2
+for bumps only and b ≈ 1 with stripes added.
 """
 
 from __future__ import annotations
@@ -57,18 +63,26 @@ def _check_table(runs: pd.DataFrame) -> None:
 
 
 def size_to_reach(runs: pd.DataFrame, target: float = 0.6) -> pd.DataFrame:
-    """Per (family, N): columns family, N, size_to_reach, censored (reached already at the smallest size)."""
+    """Per (family, N): columns family, N, size_to_reach, censored (reached already at the smallest size),
+    fit_fraction (share of runs reaching `target` on their own training labels; NaN without a `train_accuracy`
+    column) and training_limited (fit_fraction < 0.5)."""
     if not 0.0 < target <= 1.0:
         raise ValueError(f"target accuracy must be in (0, 1], got {target}")
     _check_table(runs)
     mean = runs.groupby(["family", "N", "dataset_size"], as_index=False)["accuracy"].mean()
+    if "train_accuracy" in runs.columns:
+        fits = (runs["train_accuracy"] >= target).groupby([runs["family"], runs["N"]]).mean()
+    else:
+        fits = pd.Series(dtype=float)
     rows = []
     for (family, n), g in mean.groupby(["family", "N"], sort=True):
         g = g.sort_values("dataset_size")
         sizes, acc = g["dataset_size"].to_numpy(float), g["accuracy"].to_numpy(float)
         size = threshold_crossing(sizes, acc, target)
+        fit = float(fits.get((family, n), float("nan")))
         rows.append({"family": family, "N": n, "size_to_reach": size,
-                     "censored": bool(acc[0] >= target)})
+                     "censored": bool(acc[0] >= target), "fit_fraction": fit,
+                     "training_limited": bool(fit < 0.5)})  # NaN < 0.5 is False: unflagged without the column
     return pd.DataFrame(rows)
 
 
@@ -80,6 +94,8 @@ def scaling_fit(sizes: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for family, g in sizes.groupby("family", sort=True):
         g = g[~g["censored"] & g["size_to_reach"].notna()]
+        if "training_limited" in g.columns:
+            g = g[~g["training_limited"].astype(bool)]
         if g["N"].nunique() < 2:
             rows.append({"family": family, "exponent": float("nan"), "prefactor": float("nan"),
                          "r2": float("nan"), "points": len(g)})
@@ -106,8 +122,9 @@ def family_name(image: str, fraction_scope: str = "all") -> str:
 
 def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions: tuple[str, ...] = ("train", "unseen")) -> pd.DataFrame:
     """The input of `size_to_reach` from a bump-world sweep: one row per run with family (from `data.image`: bumps,
-    bumps+stripes, or the image kind; see `family_name`), N (`data.image_size`), dataset_size (training images) and accuracy (final
-    joint accuracy over the 2D labels of `regions` — trained on and dropped by subsampling — weighted by region size).
+    bumps+stripes, or the image kind; see `family_name`), N (`data.image_size`), dataset_size (training images), accuracy (final
+    joint accuracy over the 2D labels of `regions` — trained on and dropped by subsampling — weighted by region size)
+    and train_accuracy (the same on the "train" region alone; NaN if the run has none).
     """
     needed = {"run_id", "data_image", "data_image_size", "training_images"}
     missing = needed - set(runs.columns)
@@ -122,6 +139,9 @@ def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions:
     final["weighted"] = final["joint"] * final["weight"]
     per_run = final.groupby("run_id")[["weighted", "weight"]].sum()
     accuracy = (per_run["weighted"] / per_run["weight"]).rename("accuracy").reset_index()
+    trained = final[final["region"] == "train"].groupby("run_id")[["weighted", "weight"]].sum()
+    accuracy = accuracy.merge((trained["weighted"] / trained["weight"]).rename("train_accuracy").reset_index(),
+                              on="run_id", how="left")
     columns = ["run_id", "data_image", "data_image_size", "training_images"]
     scope = runs["data_fraction_scope"] if "data_fraction_scope" in runs.columns else pd.Series("all", index=runs.index)
     table = runs[columns].assign(scope=scope.fillna("all")).merge(accuracy, on="run_id")
@@ -131,4 +151,5 @@ def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions:
         "N": table["data_image_size"].astype(int),
         "dataset_size": table["training_images"].astype(float),
         "accuracy": table["accuracy"].astype(float),
+        "train_accuracy": table["train_accuracy"].astype(float),
     })
