@@ -147,3 +147,17 @@ def test_a_size_where_the_model_did_not_fit_its_training_labels_is_flagged_and_l
     assert fit.loc["bumps", "points"] == 3 and fit.loc["bumps", "exponent"] == pytest.approx(2.0, abs=1e-9)
     without = size_to_reach(runs.drop(columns="train_accuracy"))  # no column: nothing is flagged
     assert not without["training_limited"].any() and without["fit_fraction"].isna().all()
+
+
+def test_the_figure_leaves_a_training_limited_point_off_the_fitted_line():
+    from conceptlab.report.sweep_figures import plot_data_efficiency
+
+    runs = synthetic_runs(ns=(8, 16, 32), seeds=1)
+    runs["train_accuracy"] = np.where(runs["N"] == 32, 0.1, 1.0)
+    sizes = size_to_reach(runs)
+    fig = plot_data_efficiency(runs, sizes, 0.6)
+    right = fig.axes[1]
+    family_lines = [line for line in right.get_lines() if not line.get_label().startswith("_")]
+    assert sorted(len(line.get_xdata()) for line in family_lines) == [2, 2]  # N = 8, 16 only
+    hollow = [line for line in right.get_lines() if line.get_markerfacecolor() == "none"]
+    assert len(hollow) == 2  # one per family, at N = 32

@@ -114,10 +114,11 @@ def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float)
     left.legend(fontsize=7)
     for family, g in sizes.groupby("family"):
         g = g[g["size_to_reach"].notna()]
-        marker = ["o" if not c else "v" for c in g["censored"]]
-        right.plot(g["N"], g["size_to_reach"], styles[family], color="k", lw=1, label=family)
-        for x, y, m in zip(g["N"], g["size_to_reach"], marker):
-            right.plot(x, y, m, color="k", ms=5)
+        limited = g["training_limited"].astype(bool) if "training_limited" in g.columns else pd.Series(False, g.index)
+        fitted = g[~limited]
+        right.plot(fitted["N"], fitted["size_to_reach"], styles[family], color="k", lw=1, label=family)
+        for x, y, censored, lim in zip(g["N"], g["size_to_reach"], g["censored"], limited):
+            right.plot(x, y, "v" if censored else "o", ms=5, color="0.6" if lim else "k", mfc="none" if lim else "k")
     right.set_xscale("log")
     right.set_yscale("log")
     right.set_xticks(ns, [str(n) for n in ns])
@@ -126,7 +127,7 @@ def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float)
     right.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
     right.set_xlabel("canvas size N")
     right.set_ylabel(f"training images to reach {target:.0%}")
-    right.set_title("▼ = reached already at the smallest size", fontsize=8)
+    right.set_title("▼ = reached already at the smallest size; hollow = training-limited (not fitted)", fontsize=8)
     right.legend(fontsize=8)
     fig.tight_layout()
     return fig
