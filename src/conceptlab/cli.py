@@ -178,6 +178,10 @@ def _print_emergence(emergence: dict) -> None:
             console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")
 
 
+def _step_text(step: float | None) -> str:
+    return "never" if step is None else f"{step:.0f}"
+
+
 @app.command("emergence-report")
 def emergence_report_cmd(
     root: Path = typer.Argument(..., help="a sweep folder or runs folder holding finished hidden-emergence runs"),
@@ -195,6 +199,14 @@ def emergence_report_cmd(
         for name, (mean, std) in v["final_score_mean_std"].items():
             table.add_row(name, f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}"))
         console.print(table)
+        names = sorted({name for row in v["per_seed"] for name in row["emergence_step"]})
+        seeds = Table("seed", *[name.replace("_", "-") for name in names], "memorized", "turn", box=None,
+                      title="emergence step per seed, memorization phase, largest turn", title_justify="left")
+        for row in v["per_seed"]:
+            mem = row["memorization"]
+            seeds.add_row(str(row["seed"]), *[_step_text(row["emergence_step"].get(name)) for name in names],
+                          "—" if mem is None else f"{mem[0]:.0f}–{mem[1]:.0f}", _step_text(row["turn_step"]))
+        console.print(seeds)
         console.print(f"  naive prompting emerged in {v['naive_emerged_in']} seeds; "
                       f"some intervention emerged in {v['intervention_emerged_in']}")
         first = v["capability_first_where_naive_emerged"]

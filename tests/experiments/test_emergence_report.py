@@ -46,6 +46,10 @@ def test_report_aggregates_seeds_and_states_the_verdicts(tmp_path):
     assert v["naive_step_mean_std"] == [275.0, pytest.approx(35.4, abs=0.05)]
     assert v["earliest_intervention_step_mean_std"] == [200.0, 25.0]
     assert v["final_score_mean_std"]["naive"] == [0.667, 0.577] and v["final_score_mean_std"]["over_prompting"] == [1.0, 0.0]
+    by_seed = {row["seed"]: row for row in v["per_seed"]}
+    assert sorted(by_seed) == [0, 1, 2]
+    assert by_seed[1]["emergence_step"] == {"naive": None, "over_prompting": 175.0}
+    assert by_seed[1]["memorization"] == [75.0, 100.0] and by_seed[1]["turn_step"] == 125.0
     per_run = pd.read_parquet(tmp_path / "emergence_seeds.parquet")
     assert len(per_run) == 6 and math.isnan(per_run.query("seed == 1 and intervention == 'naive'")["emergence_step"].iloc[0])
     spread = pd.read_parquet(tmp_path / "emergence_across_seeds.parquet").set_index("intervention")
@@ -73,9 +77,12 @@ def test_sweep_report_gives_the_emergence_report_of_a_hidden_emergence_sweep(tmp
     for seed, values in SEEDS.items():
         _fake_run(sweep / "runs" / f"run{seed}", seed, *values)
     (sweep / MANIFEST).write_text("{}")
-    result = CliRunner().invoke(app, ["sweep-report", str(sweep)])
+    result = CliRunner().invoke(app, ["sweep-report", str(sweep)], terminal_width=200)
     assert result.exit_code == 0, result.output
     assert "held-out 11 over 3 seeds" in result.output and (sweep / "emergence_seeds.png").is_file()
+    seed_rows = {line.split()[0]: line.split() for line in result.output.splitlines() if line.split()[:1] in (["0"], ["1"], ["2"])}
+    assert seed_rows["1"] == ["1", "never", "175", "75–100", "125"]  # naive, over-prompting, memorized, turn
+    assert seed_rows["0"] == ["0", "250", "200", "50–75", "150"]
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / MANIFEST).write_text("{}")
     result = CliRunner().invoke(app, ["sweep-report", str(tmp_path / "empty")])

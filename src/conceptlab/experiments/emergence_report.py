@@ -111,8 +111,28 @@ def emergence_report(root: Path) -> dict[str, Any]:
             "final_score_mean_std": {
                 name: _mean_std(g["final_score"], 3) for name, g in group.groupby("intervention", sort=False)
             },
+            "per_seed": _per_seed(group),
         }
     return verdicts
+
+
+def _per_seed(group: pd.DataFrame) -> list[dict[str, Any]]:
+    """One entry per run of a target: seed, emergence step per intervention, memorization phase and turn (None:
+    did not happen)."""
+    def step(x: Any) -> float | None:
+        return None if pd.isna(x) else float(x)
+
+    rows = []
+    for run, g in group.groupby("run", sort=False):
+        first = g.iloc[0]
+        rows.append({
+            "run": str(run), "seed": int(first["seed"]),
+            "emergence_step": {str(r.intervention): step(r.emergence_step) for r in g.itertuples()},
+            "memorization": (None if pd.isna(first["memorization_start"])
+                             else [float(first["memorization_start"]), float(first["memorization_end"])]),
+            "turn_step": step(first["turn_step"]),
+        })
+    return sorted(rows, key=lambda r: (r["seed"], r["run"]))
 
 
 def _mean_std(values: pd.Series, digits: int = 1) -> list[float | None]:
