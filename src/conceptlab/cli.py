@@ -162,13 +162,17 @@ def _print_concept_space(summary: dict) -> None:
         _print_emergence(summary["emergence"])
 
 
+def _step_text(step: float | None) -> str:
+    return "never" if step is None else f"{step:.0f}"
+
+
 def _print_emergence(emergence: dict) -> None:
     """Per target: emergence step and final score of each intervention, memorization and turn."""
     for target, entry in emergence["targets"].items():
         table = Table(f"target {target}: intervention", f"emergence step (score ≥ {emergence['threshold']})",
                       "final score", box=None)
         for name, step in entry["emergence_step"].items():
-            table.add_row(name, "never" if step is None else f"{step:g}", f"{entry['final_score'][name]:.3f}")
+            table.add_row(name, _step_text(step), f"{entry['final_score'][name]:.3f}")
         console.print(table)
         phase, turn = entry.get("memorization"), entry.get("turn") or {}
         if phase:
@@ -176,10 +180,6 @@ def _print_emergence(emergence: dict) -> None:
         if turn.get("step") is not None:
             way = "toward the target" if turn.get("toward_target") else "away from the target"
             console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")
-
-
-def _step_text(step: float | None) -> str:
-    return "never" if step is None else f"{step:.0f}"
 
 
 @app.command("emergence-report")

@@ -290,31 +290,25 @@ def load_or_train_probe(
     The returned report says `source`: "cache" or "trained". Concurrent callers for the same probe train it once."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = probe_key(cfg, concepts, image_size)
+    weights, sidecar = cache / f"{key}.safetensors", cache / f"{key}.json"
     # one process trains a missing probe; others asking for the same key (sweep workers) wait, then load it
     with exclusive_lock(cache / f"{key}.lock"):
-        return _load_or_train_probe(cfg, concepts, image_size, cache, key, progress)
+        if weights.exists() and sidecar.exists():
+            meta = json.loads(sidecar.read_text())
+            probe = ConceptProbe(meta["concepts"], meta["width"])
+            probe.load_state_dict(read_tensors(weights))
+            return probe.eval(), {**meta["report"], "source": "cache"}
 
-
-def _load_or_train_probe(
-    cfg: ProbeConfig, concepts: list[str], image_size: int, cache: Path, key: str, progress: bool
-) -> tuple[ConceptProbe, dict]:
-    weights, sidecar = cache / f"{key}.safetensors", cache / f"{key}.json"
-    if weights.exists() and sidecar.exists():
-        meta = json.loads(sidecar.read_text())
-        probe = ConceptProbe(meta["concepts"], meta["width"])
-        probe.load_state_dict(read_tensors(weights))
-        return probe.eval(), {**meta["report"], "source": "cache"}
-
-    probe, report = train_probe(cfg, concepts, image_size, progress)
-    score = probe_score(report)
-    if score < cfg.min_accuracy:
-        raise ProbeAccuracyError(
-            f"concept probe for {concepts} reached {score:.4f} (worst of held-out concept accuracy and validity), "
-            f"below min_accuracy={cfg.min_accuracy}: {report}. Train longer (epochs, images_per_class) or widen it."
-        )
-    cache.mkdir(parents=True, exist_ok=True)
-    meta = {"key": key, "version": PROBE_VERSION, "concepts": list(concepts), "width": cfg.width,
-            "image_size": image_size, "probe_config": cfg.model_dump(), "report": report}
-    write_tensors(weights, probe.state_dict())  # weights first: the sidecar marks a complete cache entry
-    write_json(sidecar, meta)
-    return probe, {**report, "source": "trained"}
+        probe, report = train_probe(cfg, concepts, image_size, progress)
+        score = probe_score(report)
+        if score < cfg.min_accuracy:
+            raise ProbeAccuracyError(
+                f"concept probe for {concepts} reached {score:.4f} (worst of held-out concept accuracy and validity), "
+                f"below min_accuracy={cfg.min_accuracy}: {report}. Train longer (epochs, images_per_class) or widen it."
+            )
+        cache.mkdir(parents=True, exist_ok=True)
+        meta = {"key": key, "version": PROBE_VERSION, "concepts": list(concepts), "width": cfg.width,
+                "image_size": image_size, "probe_config": cfg.model_dump(), "report": report}
+        write_tensors(weights, probe.state_dict())  # weights first: the sidecar marks a complete cache entry
+        write_json(sidecar, meta)
+        return probe, {**report, "source": "trained"}
