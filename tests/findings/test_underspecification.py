@@ -1,0 +1,47 @@
+"""Finding 4 (Park et al. 2024): underspecified prompts hurt generalization, which interventions still elicit.
+
+Two CI-sized twins differing only in the data: `hidden-underspecified-tiny` (half of the training prompts have
+their color entries masked) and its fully specified parent `hidden-emergence-tiny`, both trained 300 steps
+(seed 0) with concept-space-tiny's prompt mapping (p − 0.5)·4, under which the fully specified model's naive
+prompt already reaches the held-out class (blue-small) by step 250. The shipped presets use (p − 0.5)·2 and need
+~1,000 steps to show the same thing (README). At step 300 the fully specified twin's naive prompt passes the
+emergence bar (Wilson lower bound ≥ 0.5); the masked twin's does not and scores at least 0.3 lower, while
+over-prompting along color on the masked twin passes it. The test fails if masking stops hurting naive prompting
+or if over-prompting stops eliciting the class under masking.
+"""
+
+import pytest
+
+from conceptlab.analysis.emergence import wilson_interval
+from conceptlab.experiments.loading import load_config
+from conceptlab.experiments.runner import run_experiment
+
+CI_SIZE = [  # 300 steps, that checkpoint only, 48 generations per intervention
+    "model.prompt_scale=4.0",
+    "train.steps=300",
+    "train.checkpoint_schedule=list",
+    "train.checkpoint_steps=[300]",
+    "eval.samples_per_class=16",
+    "eval.interventions.samples=48",
+    "eval.interventions.linear=null",
+    "eval.interventions.patching=null",
+]
+
+
+def _final(preset: str, overrides: list[str], folder) -> tuple[dict[str, float], dict[str, float]]:
+    """Held-out scores at the last checkpoint per intervention, and their Wilson lower bounds."""
+    cfg = load_config(preset, CI_SIZE + overrides)
+    summary = run_experiment(cfg, folder, progress=False)
+    final = summary["emergence"]["targets"]["11"]["final_score"]
+    n = cfg.eval.interventions.samples
+    return final, {k: float(wilson_interval(v, n)[0]) for k, v in final.items()}
+
+
+@pytest.mark.slow
+def test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting(tmp_path):
+    full, full_lower = _final("hidden-emergence-tiny", ["eval.interventions.over_prompting=null"], tmp_path / "full")
+    masked, masked_lower = _final("hidden-underspecified-tiny", [], tmp_path / "masked")
+    assert full_lower["naive"] >= 0.5, full  # fully specified: naive prompting generalises by now ...
+    assert masked_lower["naive"] < 0.5, masked  # ... with half the color prompts masked it does not,
+    assert masked["naive"] <= full["naive"] - 0.3, (full, masked)
+    assert masked_lower["over_prompting"] >= 0.5, masked  # and over-prompting still reaches the class
