@@ -19,3 +19,18 @@ def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
     torch.set_num_threads(1 if worker else 2)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def hidden_emergence_at_step_300() -> list[str]:
+    """CI size of the hidden-emergence family's findings tests: the preset's data and model trained to step 300,
+    only that checkpoint evaluated, 48 generations per intervention, naive and over-prompting only."""
+    return [
+        "train.steps=300",
+        "train.checkpoint_schedule=list",
+        "train.checkpoint_steps=[300]",
+        "eval.samples_per_class=16",
+        "eval.interventions.samples=48",
+        "eval.interventions.linear=null",
+        "eval.interventions.patching=null",
+    ]

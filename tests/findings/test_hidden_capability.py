@@ -15,20 +15,10 @@ from conceptlab.analysis.emergence import wilson_interval
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
-CI_SIZE = [  # same data, model and training up to step 300; evaluation of that checkpoint only
-    "train.steps=300",
-    "train.checkpoint_schedule=list",
-    "train.checkpoint_steps=[300]",
-    "eval.samples_per_class=16",
-    "eval.interventions.samples=48",
-    "eval.interventions.linear=null",
-    "eval.interventions.patching=null",
-]
-
 
 @pytest.mark.slow
-def test_over_prompting_reveals_the_held_out_class_before_naive_prompting(tmp_path):
-    cfg = load_config("hidden-emergence-tiny", CI_SIZE)
+def test_over_prompting_reveals_the_held_out_class_before_naive_prompting(tmp_path, hidden_emergence_at_step_300):
+    cfg = load_config("hidden-emergence-tiny", hidden_emergence_at_step_300)
     summary = run_experiment(cfg, tmp_path / "hidden", progress=False)
     final = summary["emergence"]["targets"]["11"]["final_score"]
     n = cfg.eval.interventions.samples

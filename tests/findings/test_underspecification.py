@@ -16,21 +16,10 @@ from conceptlab.analysis.emergence import wilson_interval
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
-CI_SIZE = [  # 300 steps, that checkpoint only, 48 generations per intervention
-    "model.prompt_scale=4.0",
-    "train.steps=300",
-    "train.checkpoint_schedule=list",
-    "train.checkpoint_steps=[300]",
-    "eval.samples_per_class=16",
-    "eval.interventions.samples=48",
-    "eval.interventions.linear=null",
-    "eval.interventions.patching=null",
-]
-
 
 def _final(preset: str, overrides: list[str], folder) -> tuple[dict[str, float], dict[str, float]]:
     """Held-out scores at the last checkpoint per intervention, and their Wilson lower bounds."""
-    cfg = load_config(preset, CI_SIZE + overrides)
+    cfg = load_config(preset, overrides)
     summary = run_experiment(cfg, folder, progress=False)
     final = summary["emergence"]["targets"]["11"]["final_score"]
     n = cfg.eval.interventions.samples
@@ -38,9 +27,14 @@ def _final(preset: str, overrides: list[str], folder) -> tuple[dict[str, float],
 
 
 @pytest.mark.slow
-def test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting(tmp_path):
-    full, full_lower = _final("hidden-emergence-tiny", ["eval.interventions.over_prompting=null"], tmp_path / "full")
-    masked, masked_lower = _final("hidden-underspecified-tiny", [], tmp_path / "masked")
+def test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting(
+    tmp_path, hidden_emergence_at_step_300
+):
+    size = hidden_emergence_at_step_300 + ["model.prompt_scale=4.0"]  # concept-space-tiny's mapping
+    full, full_lower = _final(
+        "hidden-emergence-tiny", size + ["eval.interventions.over_prompting=null"], tmp_path / "full"
+    )
+    masked, masked_lower = _final("hidden-underspecified-tiny", size, tmp_path / "masked")
     assert full_lower["naive"] >= 0.5, full  # fully specified: naive prompting generalises by now ...
     assert masked_lower["naive"] < 0.5, masked  # ... with half the color prompts masked it does not,
     assert masked["naive"] <= full["naive"] - 0.3, (full, masked)
