@@ -12,10 +12,10 @@ import pytest
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
-CI_SIZE = [  # fewer steps, checkpoints every 25 steps from 150 (nothing is learned before ~175) and 16 generations
+CI_SIZE = [  # fewer steps, checkpoints every 50 steps from 150 (nothing is learned before ~175) and 16 generations
     "train.steps=500",  # per class, same data and model
     "train.checkpoint_start=150",
-    "train.checkpoint_count=15",
+    "train.checkpoint_count=8",
     "eval.samples_per_class=16",
 ]
 

@@ -1,28 +1,54 @@
 """Findings 2–3 (Park et al. 2024): a capability latent interventions reveal before naive prompting shows it.
 
-One CI-sized run of the shipped hidden-emergence-tiny preset (seed 0, its first 300
-training steps — in the full 3-seed run over-prompting emerges at 300–400 and naive
-prompting at 700–800 or not at all; only that checkpoint evaluated, with over-prompting
-as the intervention): over-prompting along color passes the emergence bar (Wilson lower
-bound of its held-out score ≥ 0.5) while the naive prompt does not, and beats it by at
-least 0.25. The test fails if the gap closes (no hidden capability, or naive prompting
-already generalises) or if over-prompting stops reaching the class.
+One CI-sized run of hidden-emergence-tiny (seed 0) with the paper's raw prompt input (shift 0, scale 1), trained
+600 steps and evaluated at steps 300, 400, 500 and 600 with naive prompting and over-prompting along color. The
+finding is about order, so the test compares emergence steps (the run's own: Wilson lower bound of the held-out
+score ≥ 0.5 for two checkpoints in a row): over-prompting must emerge, naive prompting later or not at all, and at
+the checkpoint where over-prompting emerges the naive prompt must score at least 0.25 lower.
+
+Why raw prompts and not the preset's (p − 0.5)·2: at ·2 the naive prompt catches up early on some machines, and
+a CI run at one seed becomes a coin flip. Measured on seed 0 (AMD EPYC): ·2 in bf16 gave over-prompting at 300
+and naive at 350; ·2 in fp32 (seed 1) gave naive at 300 *before* over-prompting at 400. With raw prompts, seed 0
+gave over-prompting at 300 / naive at 600 (bf16) and over-prompting at 400 / naive never by 700 (fp32).
 """
 
+import pandas as pd
 import pytest
 
-from conceptlab.analysis.emergence import wilson_interval
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
+CHECKPOINTS = [300, 400, 500, 600]
+CI_SIZE = [
+    "model.prompt_shift=0.0",  # the paper's input: raw prompt values
+    "model.prompt_scale=1.0",
+    f"train.steps={CHECKPOINTS[-1]}",
+    "train.checkpoint_schedule=list",
+    f"train.checkpoint_steps=[{','.join(map(str, CHECKPOINTS))}]",
+    "eval.samples_per_class=8",  # the per-class concept reading, unused here: kept small
+    "eval.interventions.samples=48",
+    "eval.interventions.linear=null",
+    "eval.interventions.patching=null",
+]
+
 
 @pytest.mark.slow
-def test_over_prompting_reveals_the_held_out_class_before_naive_prompting(tmp_path, hidden_emergence_at_step_300):
-    cfg = load_config("hidden-emergence-tiny", hidden_emergence_at_step_300)
+def test_over_prompting_reaches_the_held_out_class_before_naive_prompting(tmp_path):
+    cfg = load_config("hidden-emergence-tiny", CI_SIZE)
     summary = run_experiment(cfg, tmp_path / "hidden", progress=False)
-    final = summary["emergence"]["targets"]["11"]["final_score"]
-    n = cfg.eval.interventions.samples
-    lower = {k: float(wilson_interval(v, n)[0]) for k, v in final.items()}
-    assert lower["over_prompting"] >= 0.5, (final, lower)  # the capability is there ...
-    assert lower["naive"] < 0.5, (final, lower)  # ... the behavior is not yet
-    assert final["over_prompting"] >= final["naive"] + 0.25, final
+    target = summary["emergence"]["targets"]["11"]
+    emerged = target["emergence_step"]
+    scores = _held_out_scores(tmp_path / "hidden")
+    capability, behavior = emerged["over_prompting"], emerged["naive"]
+    assert capability is not None, scores  # the capability appears within the run ...
+    assert behavior is None or behavior > capability, (emerged, scores)  # ... before the behavior
+    at = CHECKPOINTS.index(int(capability))
+    assert scores["naive"][at] <= scores["over_prompting"][at] - 0.25, scores  # and not as a tie
+
+
+def _held_out_scores(run) -> dict[str, list[float]]:
+    """Held-out score at each of CHECKPOINTS per intervention, from the run's emergence table."""
+    table = pd.read_parquet(run / "emergence.parquet")
+    table = table[table["target"].astype(str) == "11"].sort_values("step")
+    assert table["step"].drop_duplicates().tolist() == CHECKPOINTS, table
+    return {name: group["score"].tolist() for name, group in table.groupby("intervention")}
