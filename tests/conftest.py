@@ -1,23 +1,23 @@
 """Test order for two xdist workers (`make test`: `-n 2 --dist load --maxschedchunk 1`): the findings tests take
 minutes each, everything else seconds. xdist hands each worker two tests first, then queues the next test on the
 worker whose running test ends first, so the findings tests go first in an order that splits them evenly (seconds
-at one thread, measured in one CI run on an Intel Xeon without native bf16; on an AMD EPYC with it every
-findings test takes 0.3–0.4 of that):
+at one thread, measured in one `make test` on an AMD EPYC with native bf16; an Intel Xeon without it, in fp32,
+took about 2.5× as long for the same tests):
 
-- worker 1: color-first (≈170, plus ≈33 training the shared concept probe) + underspecification twins (≈150);
-- worker 2: commitment-order hierarchy (≈165, no concept probe) + size-first (≈170; it asks for the probe after
-  ≈110 s of training, when worker 1 has cached it — started together, one of the two finding-1 tests used to wait
-  ≈30 s on the probe's lock with a core idle);
-- then hidden capability (≈77 at 300 steps; now 600 steps and 4 checkpoints, est. ≈170) on worker 2,
-  composition (≈72) on worker 1, and the rest to whichever is free.
+- worker 1: guidance after the transition (≈131: 1,000 steps, CFG doubles sampling, and ≈17 of it training the
+  shared concept probe) + underspecification twins (≈56), then composition (≈30);
+- worker 2: commitment-order hierarchy (≈72, no concept probe) + color-first (≈54: it asks for the probe after the
+  guidance test has cached it), then size-first (≈51) and hidden capability (≈62);
+- the rest to whichever is free. Two tests that need the probe started together leave one waiting on the probe's
+  lock with a core idle, hence the order.
 
-The finding-1 tests have since gone from 15 checkpoints to 8 (est. ≈140 each). Serial runs are unaffected
-apart from the order."""
+Serial runs are unaffected apart from the order."""
 
 FIRST = [
-    "test_larger_concept_signal_is_learned_first[concept-signal-color-first-tiny-color-size]",
+    "test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class",
     "test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting",
     "test_three_level_hierarchy_commits_in_signal_order_under_every_measure",
+    "test_larger_concept_signal_is_learned_first[concept-signal-color-first-tiny-color-size]",
     "test_larger_concept_signal_is_learned_first[concept-signal-size-first-tiny-size-color]",
     "test_over_prompting_reaches_the_held_out_class_before_naive_prompting",
     "test_composition_generalizes_where_interpolation_fails",
