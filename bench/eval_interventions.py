@@ -87,9 +87,9 @@ def main() -> None:
     single = seconds[n]
     for max_batch in passes:
         label = "one prompt at a time" if max_batch == n else f"≤{max_batch} images/pass"
-        label += " (the preset's eval.interventions.max_batch)" if max_batch == iv.max_batch else ""
+        label += " (preset)" if max_batch == iv.max_batch else ""
         print(
-            f"  {label:<55} {seconds[max_batch]:6.2f} s/checkpoint {images / seconds[max_batch]:7.1f} images/s"
+            f"  {label:<32} {seconds[max_batch]:6.2f} s/checkpoint {images / seconds[max_batch]:7.1f} images/s"
             f"  {single / seconds[max_batch]:5.2f}× one at a time"
         )
     fastest = min(seconds, key=seconds.get)
