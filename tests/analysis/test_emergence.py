@@ -95,10 +95,22 @@ def test_sudden_turn_finds_the_corner_and_skips_tiny_steps():
     steps = np.arange(6) * 50
     turn = sudden_turn(steps, pts)
     assert turn.step == 150 and 90 < turn.angle < 120
-    raw = sudden_turn(steps, pts, min_norm=0.0)  # the jitter's reversal would otherwise dominate
+    raw = sudden_turn(steps, pts, min_norm=0.0, min_fraction=0.0)  # the jitter's reversal would otherwise dominate
     assert raw.step == 100 and raw.angle > 150
     with pytest.raises(ValueError, match="3 checkpoints"):
         sudden_turn([0, 1], pts[:2])
+
+
+def test_sudden_turn_ignores_a_wobble_on_the_plateau_after_the_real_reversal():
+    # held-out color reading of a measured run (size stays read correctly): it falls toward red (memorization),
+    # reverses at step 400, climbs, and wobbles by 0.01 at the top — as sharp a reversal (180°), but noise
+    color = [0.88, 0.24, 0.16, 0.47, 0.65, 0.82, 0.91, 0.90, 0.98]
+    size = [0.97, 0.98, 0.99, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    pts = np.stack([color, size], axis=1)
+    steps = np.arange(200, 1001, 100)
+    turn = sudden_turn(steps, pts)
+    assert turn.step == 400 and 165 < turn.angle < 175
+    assert sudden_turn(steps, pts, min_fraction=0.0).step == 800  # the absolute bar alone keeps the wobble (180°)
 
 
 def test_memorization_phase_reads_held_out_as_nearest_training_class():

@@ -30,7 +30,8 @@ def _final(preset: str, overrides: list[str], folder) -> tuple[dict[str, float],
 def test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting(
     tmp_path, hidden_emergence_at_step_300
 ):
-    size = hidden_emergence_at_step_300 + ["model.prompt_scale=4.0"]  # concept-space-tiny's mapping
+    # concept-space-tiny's mapping and color separation (hidden-underspecified-tiny pins the latter; its parent is 0.2)
+    size = hidden_emergence_at_step_300 + ["model.prompt_scale=4.0", "data.color_separation=0.4"]
     full, full_lower = _final(
         "hidden-emergence-tiny", size + ["eval.interventions.over_prompting=null"], tmp_path / "full"
     )

@@ -18,7 +18,8 @@ al.'s concept-space paper (findings 2 and 3):
   per checkpoint the Wilson lower bound must cross instead of the point value.
 - `capability_gap`: naive emergence step minus the earliest other intervention's.
 - `sudden_turn`: the checkpoint where a concept-space trajectory changes
-  direction most (angle between successive displacements, tiny ones skipped).
+  direction most (angle between successive displacements; displacements under
+  0.01 or under a tenth of the longest one skipped).
 - `memorization_phase`: the first contiguous checkpoints at which the held-out
   prompt reads as a training class (nearest ones by default).
 - `across_seeds`: mean, std and number of seeds in which a quantity occurred.
@@ -151,8 +152,15 @@ class Turn:
     angle: float
 
 
-def sudden_turn(steps: Sequence[float], points: np.ndarray, min_norm: float = 0.01) -> Turn:
-    """Checkpoint joining the two successive displacements (each of norm ≥ min_norm) with the largest angle."""
+def sudden_turn(
+    steps: Sequence[float], points: np.ndarray, min_norm: float = 0.01, min_fraction: float = 0.1
+) -> Turn:
+    """Checkpoint joining the two successive displacements with the largest angle.
+
+    Displacements shorter than `min_norm`, or than `min_fraction` of the trajectory's longest displacement, are
+    skipped: on a plateau the readings jitter by sampling noise, and a 0.01 wobble there reverses direction
+    (180°) as sharply as the real turn does. Relative to the longest move, the bar adapts to how far the
+    trajectory travels."""
     steps, points = np.asarray(steps, dtype=float), np.asarray(points, dtype=float)
     if points.ndim != 2 or points.shape[0] != steps.shape[0]:
         raise ValueError(f"points must be [checkpoints, concepts] matching {steps.shape[0]} steps, got {points.shape}")
@@ -162,7 +170,7 @@ def sudden_turn(steps: Sequence[float], points: np.ndarray, min_norm: float = 0.
     steps, points = steps[order], points[order]
     moves = np.diff(points, axis=0)
     norms = np.linalg.norm(moves, axis=1)
-    kept = np.flatnonzero(norms >= min_norm)
+    kept = np.flatnonzero(norms >= max(min_norm, min_fraction * float(norms.max(initial=0.0))))
     best = Turn(math.nan, math.nan)
     for a, b in zip(kept[:-1], kept[1:]):
         cos = float(moves[a] @ moves[b] / (norms[a] * norms[b]))
