@@ -71,3 +71,12 @@ def test_levels_restrict_the_training_factors():
     assert "levels" not in AttributeClassifierConfig().to_dict()  # unrestricted cache keys unchanged
     with pytest.raises(ValueError, match="levels wall_hue"):
         AttributeClassifierConfig(levels={"wall_hue": (0, 12)})
+
+
+@pytest.mark.parametrize("train_images", [1, 128, 640])  # 1 to 5 optimisation steps: too few for a one-cycle schedule
+def test_a_smoke_sized_classifier_trains_with_few_steps(train_images, tmp_path):
+    cfg = AttributeClassifierConfig(
+        attributes=("wall_hue", "shape"), image_size=8, width=4, train_images=train_images, test_images=8, epochs=1
+    )
+    model, report = load_or_train_attribute_classifier(cfg, tmp_path)
+    assert set(report["held_out_accuracy"]) == {"wall_hue", "shape"}

@@ -175,8 +175,11 @@ def train_attribute_classifier(cfg: AttributeClassifierConfig) -> tuple[Attribut
     labels = factors[:, [FACTORS.index(a) for a in cfg.attributes]]
     steps_per_epoch = math.ceil(cfg.train_images / cfg.batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, cfg.lr, total_steps=cfg.epochs * steps_per_epoch,
-                                                   pct_start=0.2)
+    total_steps = cfg.epochs * steps_per_epoch
+    if total_steps > 5:  # one-cycle needs ≥ 1 warm-up step (0.2·total − 1 > 0)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, cfg.lr, total_steps=total_steps, pct_start=0.2)
+    else:  # a smoke-sized run: constant rate
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: 1.0)
     model.train()
     for _ in range(cfg.epochs):
         order = torch.randperm(cfg.train_images, generator=g)
