@@ -34,3 +34,23 @@ def hidden_emergence_at_step_300() -> list[str]:
         "eval.interventions.linear=null",
         "eval.interventions.patching=null",
     ]
+
+
+@pytest.fixture
+def naive_and_over_prompting_at():
+    """Overrides that evaluate only the given checkpoints (the last one is the run's length), with 48 generations
+    per intervention variant and the latent interventions (linear, patching) switched off; other interventions the
+    preset has (CFG) stay. The per-class concept reading, unused by these tests, is kept small (8 per class)."""
+
+    def overrides(checkpoints: list[int]) -> list[str]:
+        return [
+            f"train.steps={checkpoints[-1]}",
+            "train.checkpoint_schedule=list",
+            f"train.checkpoint_steps=[{','.join(map(str, checkpoints))}]",
+            "eval.samples_per_class=8",
+            "eval.interventions.samples=48",
+            "eval.interventions.linear=null",
+            "eval.interventions.patching=null",
+        ]
+
+    return overrides

@@ -24,21 +24,13 @@ from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
 CHECKPOINTS = [300, 600, 800, 1000]
-CI_SIZE = [
-    "train.checkpoint_schedule=list",
-    f"train.checkpoint_steps=[{','.join(map(str, CHECKPOINTS))}]",
-    "eval.samples_per_class=8",  # the per-class concept reading, unused here: kept small
-    "eval.interventions.samples=48",
-    "eval.interventions.linear=null",
-    "eval.interventions.patching=null",
-]
 HELPS = 0.1  # CFG's best scale above the naive prompt
 
 
 @pytest.mark.slow
-def test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class(tmp_path):
-    cfg = load_config("hidden-guidance-tiny", CI_SIZE)
-    assert cfg.train.steps == CHECKPOINTS[-1]
+def test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class(tmp_path, naive_and_over_prompting_at):
+    cfg = load_config("hidden-guidance-tiny", naive_and_over_prompting_at(CHECKPOINTS))
+    assert cfg.train.steps == load_config("hidden-guidance-tiny").train.steps  # the preset's full length
     run_experiment(cfg, tmp_path / "guidance", progress=False)
     table = pd.read_parquet(tmp_path / "guidance" / "emergence.parquet")
     table = table[table["target"].astype(str) == "11"]

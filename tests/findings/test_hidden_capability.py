@@ -21,23 +21,16 @@ from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
 CHECKPOINTS = [300, 400, 500, 600]
-CI_SIZE = [
+RAW_PROMPTS_AT_DELTA_C_04 = [
     "data.color_separation=0.4",  # concept-space-tiny's, where this was measured (the preset's 0.2 learns slower)
     "model.prompt_shift=0.0",  # the paper's input: raw prompt values
     "model.prompt_scale=1.0",
-    f"train.steps={CHECKPOINTS[-1]}",
-    "train.checkpoint_schedule=list",
-    f"train.checkpoint_steps=[{','.join(map(str, CHECKPOINTS))}]",
-    "eval.samples_per_class=8",  # the per-class concept reading, unused here: kept small
-    "eval.interventions.samples=48",
-    "eval.interventions.linear=null",
-    "eval.interventions.patching=null",
 ]
 
 
 @pytest.mark.slow
-def test_over_prompting_reaches_the_held_out_class_before_naive_prompting(tmp_path):
-    cfg = load_config("hidden-emergence-tiny", CI_SIZE)
+def test_over_prompting_reaches_the_held_out_class_before_naive_prompting(tmp_path, naive_and_over_prompting_at):
+    cfg = load_config("hidden-emergence-tiny", RAW_PROMPTS_AT_DELTA_C_04 + naive_and_over_prompting_at(CHECKPOINTS))
     summary = run_experiment(cfg, tmp_path / "hidden", progress=False)
     target = summary["emergence"]["targets"]["11"]
     emerged = target["emergence_step"]
