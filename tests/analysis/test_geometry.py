@@ -13,6 +13,7 @@ from conceptlab.analysis.geometry import (
     effective_dimension,
     eigenspectrum,
     explained_variance,
+    participation_ratio,
     persistent_homology,
     torus_3d,
 )
@@ -67,6 +68,16 @@ def test_chord_tests_separate_clifford_from_3d_torus():
     assert ring["parallelism_x"] == pytest.approx(1.0)  # x-chords only scale with R + r cos φ ...
     assert ring["parallelism_y"] < 0.6  # ... but y-chords turn with θ
     assert ring["parallelism"] < clifford["parallelism"] - 0.2
+
+
+def test_a_cloud_of_coinciding_points_has_dimension_zero():
+    point = np.tile(np.linspace(-1.0, 2.0, 32), (50, 1))  # 50 labels, one activation: an untrained network
+    assert effective_dimension(point) == 0.0 and effective_dimension(np.zeros((50, 32))) == 0.0
+    assert effective_dimension(point + 1e-9 * np.eye(50, 32)) == 0.0  # rounding-sized spread is still a point
+    line = np.outer(np.arange(50.0), np.ones(32))
+    assert effective_dimension(line) == pytest.approx(1.0)
+    assert effective_dimension(line + point) == pytest.approx(1.0)  # an offset changes nothing
+    assert participation_ratio(np.zeros(8)) == 0.0  # the spectrum alone: only an exactly zero one is a point
 
 
 def test_bad_input():

@@ -56,15 +56,23 @@ def explained_variance(points: Cloud, k: int = 4) -> float:
     return float(lam[:k].sum() / lam.sum())
 
 
-def participation_ratio(eigenvalues: np.ndarray) -> float:
-    """(Σλ)² / Σλ² of a spectrum."""
+def participation_ratio(eigenvalues: np.ndarray, mean_square_norm: float = 0.0) -> float:
+    """(Σλ)² / Σλ² of a spectrum; 0 for a cloud with no spread, where the ratio would be 0/0.
+
+    No spread: Σλ = 0, or Σλ ≤ 1e-12 × `mean_square_norm` (the points' mean ‖x‖², when given) — rounding. Such a
+    cloud is a point, dimension 0: e.g. a network's activations over the label grid at initialisation, when
+    zero-initialised residual branches give every label the same activation.
+    """
     lam = np.asarray(eigenvalues, dtype=float)
+    if lam.sum() <= 1e-12 * mean_square_norm:
+        return 0.0
     return float(lam.sum() ** 2 / (lam**2).sum())
 
 
 def effective_dimension(points: Cloud) -> float:
-    """Effective dimension of a cloud: the participation ratio of its PCA eigenvalues."""
-    return participation_ratio(pca(points)[0])
+    """Effective dimension of a cloud: the participation ratio of its PCA eigenvalues (0 if the points coincide)."""
+    a = _array(points)
+    return participation_ratio(pca(a)[0], float(np.mean(np.sum(a**2, axis=1))))
 
 
 def persistent_homology(

@@ -195,7 +195,9 @@ def geometry_row(cfg: RunConfig, points: torch.Tensor, step: int) -> pd.DataFram
     geo = cfg.eval.geometry
     lam = spectrum(points)
     eig = np.pad(lam[:EIGENVALUES], (0, max(0, EIGENVALUES - len(lam))))
-    row = {"step": int(step), "hook": geo.hook, "t": geo.t, "effective_dimension": participation_ratio(lam),
+    mean_square_norm = float((points.double() ** 2).sum(dim=1).mean())
+    row = {"step": int(step), "hook": geo.hook, "t": geo.t,
+           "effective_dimension": participation_ratio(lam, mean_square_norm),
            "explained_variance_top4": float(lam[:4].sum() / lam.sum()), "points": int(points.shape[0]),
            "features": int(points.shape[1])}
     row.update({f"eigenvalue_{i + 1}": float(v) for i, v in enumerate(eig)})
