@@ -21,6 +21,7 @@ FIRST = [
     "test_larger_concept_signal_is_learned_first[concept-signal-size-first-tiny-size-color]",
     "test_over_prompting_reaches_the_held_out_class_before_naive_prompting",
     "test_composition_generalizes_where_interpolation_fails",
+    "test_the_label_representation_becomes_a_torus_during_training",
 ]
 
 

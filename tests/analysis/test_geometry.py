@@ -13,6 +13,7 @@ from conceptlab.analysis.geometry import (
     effective_dimension,
     eigenspectrum,
     explained_variance,
+    label_angles,
     participation_ratio,
     persistent_homology,
     torus_3d,
@@ -104,3 +105,23 @@ def test_gap_rule_counts_one_component_on_a_coarse_lattice_where_a_fixed_cut_cou
     assert persistent_homology(sheet, threshold=0.2, rule="gap")["betti"][1:] == (0, 0)
     with pytest.raises(ValueError, match="rule"):
         persistent_homology(coarse, rule="nope")
+
+
+def test_hybrid_rule_counts_both_loops_of_a_torus_whose_loops_differ_in_size():
+    """A flat torus with radii 1 and 0.5 on the coarse 16×16 lattice: its two H1 bars differ by more than the smaller
+    one stands above the lattice's noise bars, so the gap rule counts one loop; a fixed cut counts every point's H0
+    bar; the hybrid rule (H0 by gap, H1 and H2 by the cut) gives the torus."""
+    theta, phi = label_angles(GRID, 32.0)
+    uneven = rotate_into(torch.stack([theta.cos(), theta.sin(), 0.5 * phi.cos(), 0.5 * phi.sin()], dim=1), 12)
+    betti = {rule: persistent_homology(uneven, n_components=4, threshold=0.15, rule=rule)["betti"]
+             for rule in ("threshold", "gap", "hybrid")}
+    assert betti["hybrid"] == (1, 2, 1), betti
+    assert betti["gap"][1] == 1 and betti["threshold"][0] > 1, betti
+
+
+def test_homology_of_coinciding_points_is_one_component():
+    point = np.tile(np.linspace(-1.0, 2.0, 32), (50, 1))
+    for rule in ("threshold", "gap", "hybrid"):
+        result = persistent_homology(point, rule=rule)
+        assert result["betti"] == (1, 0, 0) and result["scale"] == 0.0
+    assert persistent_homology(point + 1e-9 * np.eye(50, 32), rule="gap")["betti"] == (1, 0, 0)

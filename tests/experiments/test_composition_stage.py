@@ -12,7 +12,7 @@ from conceptlab.experiments import composition_stage
 from conceptlab.experiments.loading import validate
 from conceptlab.experiments.runner import build_run_model
 from conceptlab.hooks import HookNameError
-from conceptlab.store.files import read_json
+from conceptlab.store.files import read_json, read_tensors
 from conceptlab.train.checkpoints import prefixed, save_checkpoint
 
 SMALL = {
@@ -108,3 +108,37 @@ def test_sample_steps_that_do_not_divide_the_chain_are_refused():
     model = build_run_model(cfg, build_dgp(cfg.data))
     with pytest.raises(ValueError, match="must divide diffusion.ddpm_steps"):
         composition_stage.check(cfg, model)
+
+
+def test_refine_grid_inserts_labels_between_neighbours_and_wraps_on_a_torus():
+    lattice = torch.cartesian_prod(torch.arange(4.0) * 2, torch.arange(3.0) * 3)  # x 0, 2, 4, 6; y 0, 3, 6
+    flat = composition_stage.refine_grid(lattice, 2)
+    assert flat[:, 0].unique().tolist() == [0, 1, 2, 3, 4, 5, 6]  # nothing past the last value
+    assert flat[:, 1].unique().tolist() == [0, 1.5, 3, 4.5, 6] and len(flat) == 35
+    torus = composition_stage.refine_grid(lattice, 2, period=8.0)  # x wraps 6 → 8 ≡ 0: 7 inserted
+    assert torus[:, 0].unique().tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert torus[:, 1].unique().tolist() == [0, 1.5, 3, 4.5, 6, 7]  # y: 6 → 8 ≡ 0 gives 7 (0..6 is not the period)
+    assert composition_stage.refine_grid(lattice, 3, period=8.0)[:, 0].unique().numel() == 12
+    assert torch.equal(torus[:, 0], torus[:, 0].sort(stable=True).values)  # x-major, like grid_labels
+    assert composition_stage.refine_grid(lattice, 1) is lattice
+    with pytest.raises(ValueError, match="density"):
+        composition_stage.refine_grid(lattice, 0)
+
+
+def test_homology_over_training_adds_betti_numbers_per_checkpoint_on_the_refined_grid(tmp_path, monkeypatch):
+    data = {"kind": "bumps", "image": "bump", "image_size": 8, "periodic": True}
+    geometry = {"labels": 256, "label_density": 2, "homology_over_training": True, "homology_points": 256,
+                "homology_landmarks": 60, "homology_dims": 4, "betti_rule": "hybrid"}
+    cfg, dgp, model = _setup(tmp_path, {"data": data, "eval": {"composition": {"labels_per_region": 8},
+                                                                "geometry": geometry}})
+    monkeypatch.setattr(model, "sample", _perfect_sampler(dgp))
+    summary, _ = composition_stage.evaluate(cfg, tmp_path, dgp, model, Console(quiet=True), progress=False)
+    geo = pd.read_parquet(tmp_path / "geometry.parquet")
+    assert (geo["points"] == 256).all()  # the 8×8 lattice refined to 16×16
+    assert {"betti_0", "betti_1", "betti_2", "h1_bar_1", "h1_bar_3", "h2_bar_1"} <= set(geo.columns)
+    assert geo["h1_bar_1"].between(0, 1).all() and (geo["h1_bar_1"] >= geo["h1_bar_2"]).all()
+    assert sorted(summary["betti_by_step"]) == [5, 10]
+    assert summary["betti_by_step"][10] == summary["betti"]  # the final row and the run's topology agree
+    assert "figures/effective_dimension.png" in summary["figures"]
+    cloud = read_tensors(tmp_path / "geometry" / "cloud_step_0000010.safetensors")
+    assert len(cloud["labels"][:, 0].unique()) == 16

@@ -83,32 +83,41 @@ def persistent_homology(
     threshold: float = 0.25,
     seed: int = 0,
     n_perm: int | None = None,
-    rule: Literal["threshold", "gap"] = "threshold",
+    rule: Literal["threshold", "gap", "hybrid"] = "threshold",
 ) -> dict:
     """Betti numbers and Vietoris–Rips diagrams of a cloud reduced to `n_components` PCs, `n_points` kept.
 
     `n_perm` uses ripser's greedy landmarks (keep H2 on ≤ 300 points). A bar counts when it persists longer than
     `threshold` × diameter (`rule="threshold"`), and with `rule="gap"` it must also lie above the largest gap in the
-    sorted bar lengths (`betti_by_gap`). Returns {"betti": (β0, …), "diagrams": [array[n_k, 2]], "scale": diameter,
+    sorted bar lengths (`betti_by_gap`); `rule="hybrid"` counts H0 by the gap rule and higher dimensions by the
+    threshold alone (every point's H0 bar measures the sampling, so only the widest gap marks a component, while
+    the loops of a torus may differ in size, so a gap between them is not a gap to noise).
+    Returns {"betti": (β0, …), "diagrams": [array[n_k, 2]], "scale": diameter,
     "threshold": absolute persistence cut}.
     """
-    if rule not in ("threshold", "gap"):
-        raise ValueError(f"rule must be 'threshold' or 'gap', got {rule!r}")
+    if rule not in ("threshold", "gap", "hybrid"):
+        raise ValueError(f"rule must be 'threshold', 'gap' or 'hybrid', got {rule!r}")
     a = _array(points)
     if threshold <= 0:
         raise ValueError(f"threshold must be > 0, got {threshold}")
     if n_points is not None and n_points < len(a):
         a = a[np.sort(np.random.default_rng(seed).choice(len(a), n_points, replace=False))]
+    mean_square_norm = float(np.mean(np.sum(a**2, axis=1)))
     if n_components is not None:
         axes = pca(a)[1]
         a = (a - a.mean(axis=0)) @ axes[:n_components].T
     diff = a[:, None, :] - a[None, :, :]
     scale = float(np.sqrt((diff**2).sum(-1)).max())
+    if scale**2 <= 1e-12 * mean_square_norm or scale == 0.0:  # every point in one place: one component, no holes
+        dgms = [np.array([[0.0, np.inf]])] + [np.zeros((0, 2)) for _ in range(max_dim)]
+        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": scale, "threshold": threshold * scale}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale
     if rule == "gap":
         betti = tuple(betti_by_gap(d, cut, scale) for d in dgms)
+    elif rule == "hybrid":
+        betti = (betti_by_gap(dgms[0], cut, scale),) + tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms[1:])
     else:
         betti = tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms)
     return {"betti": betti, "diagrams": dgms, "scale": scale, "threshold": cut}

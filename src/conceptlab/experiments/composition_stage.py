@@ -6,6 +6,7 @@ owns in the run folder:
 
     composition/step_*.parquet          per checkpoint: region × (x, y, joint) generation accuracy
     geometry/step_*.parquet             per checkpoint: effective dimension, explained variance, eigenvalues
+                                        (and Betti numbers, longest bars: homology_over_training)
     geometry/cloud_step_*.safetensors   the final checkpoint's representation cloud (points, labels)
     composition_samples.safetensors     a few uint8 generations per region and checkpoint (for the figure)
     composition.parquet, geometry.parquet   all checkpoints, with the run id first
@@ -17,10 +18,12 @@ Per checkpoint (every k-th and the last, skipped when its parquet file exists, s
   to at most `eval.composition.labels_per_region` labels (seeded), one image is generated per label (all regions
   in one sampling pass, `max_batch` images at a time), located with `probes.locator.locate` and scored with
   `generation_accuracy` (x, y, joint within `tolerance` px; wrapped on a torus);
-- **geometry**: activations at `eval.geometry.hook` and time `t` for a sub-lattice of `dgp.grid_labels()` (at most
-  `geometry.labels` labels, still a full grid), one forward pass on the noised ground-truth images (or the shared
-  noise, `input: noise`), pooled; effective dimension (participation ratio), explained variance of the top 4 PCs
-  and the top 15 eigenvalues.
+- **geometry**: activations at `eval.geometry.hook` and time `t` for a sub-lattice of `dgp.grid_labels()` (refined
+  `geometry.label_density`× per axis first, `refine_grid`; then at most `geometry.labels` labels, still a full
+  grid), one forward pass on the noised ground-truth images (or the shared noise, `input: noise`), pooled;
+  effective dimension (participation ratio), explained variance of the top 4 PCs and the top 15 eigenvalues; with
+  `geometry.homology_over_training`, also the Betti numbers and the 3 longest H1 and H2 bars (`betti_0..2`,
+  `h1_bar_1..3`, `h2_bar_1..3`), so the run summary has `betti_by_step`.
 
 At the final checkpoint: persistent homology (Betti numbers) of the cloud and the chord (orthogonality /
 parallelism) tests on the grid, next to the same tests on ideal 3D-torus and Clifford-torus references.
@@ -135,6 +138,32 @@ def grid_sublattice(labels: torch.Tensor, limit: int) -> torch.Tensor:
     return sub
 
 
+def refine_grid(labels: torch.Tensor, factor: int, period: float | None = None) -> torch.Tensor:
+    """The full grid of `labels`' x and y values with `factor` − 1 evenly spaced values inserted between neighbours.
+
+    On a torus (`period` given) the last value's neighbour is the first + period, so the refined grid wraps
+    (values taken mod period). Returned x-major, like `BumpWorld.grid_labels`. `factor` 1 returns `labels` as is.
+    """
+    if factor < 1:
+        raise ValueError(f"label density must be ≥ 1, got {factor}")
+    if factor == 1:
+        return labels
+
+    def axis(values: torch.Tensor) -> torch.Tensor:
+        v = torch.unique(values.double())
+        nxt = torch.cat([v[1:], v[:1] + period]) if period is not None else v[1:]
+        steps = torch.arange(factor, dtype=torch.float64) / factor
+        fine = (v[: len(nxt), None] + steps[None, :] * (nxt - v[: len(nxt)])[:, None]).reshape(-1)
+        if period is None:
+            fine = torch.cat([fine, v[-1:]])
+        else:
+            fine = torch.remainder(fine, period)
+        return torch.unique(fine)
+
+    xs, ys = axis(labels[:, 0]), axis(labels[:, 1])
+    return torch.stack(torch.meshgrid(xs, ys, indexing="ij"), dim=-1).reshape(-1, 2).to(labels.dtype)
+
+
 # -- per checkpoint --------------------------------------------------------------------------------------------------
 def generate(cfg: RunConfig, model, labels: torch.Tensor, generator: torch.Generator, dgp) -> torch.Tensor:
     """One image `[M, 1, S, S]` in [0, 1] per label, `max_batch` at a time."""
@@ -201,7 +230,34 @@ def geometry_row(cfg: RunConfig, points: torch.Tensor, step: int) -> pd.DataFram
            "explained_variance_top4": float(lam[:4].sum() / lam.sum()), "points": int(points.shape[0]),
            "features": int(points.shape[1])}
     row.update({f"eigenvalue_{i + 1}": float(v) for i, v in enumerate(eig)})
+    if geo.homology and geo.homology_over_training:
+        row.update(homology_columns(homology(cfg, points)))
     return pd.DataFrame([row])
+
+
+def homology(cfg: RunConfig, points: torch.Tensor) -> dict[str, Any]:
+    """`analysis.geometry.persistent_homology` of a cloud with the run's settings (dimensions 0–2)."""
+    geo = cfg.eval.geometry
+    return persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
+                               threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks,
+                               rule=geo.betti_rule)
+
+
+def longest_bars(diagram: np.ndarray, scale: float, k: int) -> list[float]:
+    """The `k` longest finite bars of one diagram as fractions of `scale` (the cloud's diameter), 0-padded."""
+    finite = diagram[np.isfinite(diagram).all(axis=1)]
+    lengths = np.sort(finite[:, 1] - finite[:, 0])[::-1][:k] / scale if len(finite) else np.zeros(0)
+    return [float(v) for v in np.pad(lengths, (0, k - len(lengths)))]
+
+
+def homology_columns(ph: dict[str, Any]) -> dict[str, float | int]:
+    """Geometry-row columns of one homology result: betti_0..2 and the 3 longest finite H1 and H2 bars
+    (`h1_bar_1`, …, as fractions of the diameter)."""
+    out: dict[str, float | int] = {f"betti_{k}": int(b) for k, b in enumerate(ph["betti"])}
+    for dim in (1, 2):
+        bars = longest_bars(ph["diagrams"][dim], ph["scale"], 3)
+        out.update({f"h{dim}_bar_{i + 1}": v for i, v in enumerate(bars)})
+    return out
 
 
 def evaluate_checkpoints(cfg: RunConfig, folder: CompositionFolder, dgp, model, console: Console, progress: bool) -> dict[str, float]:
@@ -228,7 +284,7 @@ def evaluate_checkpoints(cfg: RunConfig, folder: CompositionFolder, dgp, model, 
     folder.geometry.mkdir(parents=True, exist_ok=True)
     regions = region_labels(dgp, comp.labels_per_region, comp.seed)
     all_labels = torch.cat(list(regions.values()))
-    grid = grid_sublattice(dgp.grid_labels(), geo.labels)
+    grid = grid_sublattice(refine_grid(dgp.grid_labels(), geo.label_density, dgp.period), geo.labels)
     kept: dict[str, torch.Tensor] = {}
     model.eval()
     with progress_bar(console, progress) as bar:
@@ -285,9 +341,7 @@ def topology(cfg: RunConfig, points: torch.Tensor, labels: torch.Tensor, period:
     geo = cfg.eval.geometry
     out: dict[str, Any] = {}
     if geo.homology:
-        ph = persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
-                                 threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks,
-                                 rule=geo.betti_rule)
+        ph = homology(cfg, points)
         out["homology"] = {"betti": list(ph["betti"]), "scale": ph["scale"], "threshold": ph["threshold"],
                            "diagrams": [d[np.isfinite(d).all(axis=1)].tolist() for d in ph["diagrams"]],
                            "infinite_bars": [int((~np.isfinite(d).all(axis=1)).sum()) for d in ph["diagrams"]]}
@@ -341,6 +395,10 @@ def summarize(acc: pd.DataFrame, geo: pd.DataFrame, topo: dict[str, Any]) -> dic
             f"H{k}": [_r(v / h["scale"], 3) for v in sorted((b[1] - b[0] for b in d), reverse=True)[:4]]
             for k, d in enumerate(h["diagrams"])
         }
+    if "betti_1" in geo.columns:  # homology over training
+        rows = ed.dropna(subset=["betti_1"])
+        summary["betti_by_step"] = {int(r.step): [int(r.betti_0), int(r.betti_1), int(r.betti_2)]
+                                    for r in rows.itertuples()}
     for key in ("chord_tests", "chord_reference"):
         if key in topo:
             summary[key] = {k: ({kk: _r(vv) for kk, vv in v.items()} if isinstance(v, dict) else _r(v))
@@ -357,7 +415,7 @@ def save_figures(cfg: RunConfig, folder: CompositionFolder, acc: pd.DataFrame, g
 
     folder.figures.mkdir(exist_ok=True)
     figures = {"generation_accuracy.png": cf.plot_generation_accuracy(acc, cfg.eval.composition.tolerance),
-               "effective_dimension.png": cf.plot_effective_dimension(geo)}
+               "effective_dimension.png": cf.plot_effective_dimension(geo, cfg.eval.geometry.persistence_threshold)}
     points = cloud["points"].double()
     if len(points) >= 4:
         centred = points - points.mean(dim=0)

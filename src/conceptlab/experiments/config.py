@@ -425,16 +425,25 @@ class GeometryConfig(_Strict):
         "data", description="data: the noised ground-truth image of each label; noise: one shared noise image"
     )
     labels: int = Field(1024, ge=16, description="at most this many 2D labels (a sub-lattice) per checkpoint")
+    label_density: int = Field(
+        1, ge=1, le=8,
+        description="read the grid refined k× per axis (k − 1 labels between lattice neighbours, wrapping on a "
+        "torus): a denser cloud for homology; applied before the `labels` cap",
+    )
     every: int = Field(1, ge=1, description="every k-th checkpoint (the last one always)")
     homology: bool = Field(True, description="persistent homology of the final checkpoint's cloud")
+    homology_over_training: bool = Field(
+        False, description="also Betti numbers and the longest bars at every geometry checkpoint (a few s each)"
+    )
     homology_points: int = Field(400, ge=20)
     homology_dims: int = Field(6, ge=2, description="PCA dimensions kept before Vietoris–Rips")
     homology_landmarks: int | None = Field(
         200, ge=20, description="ripser greedy landmarks (keeps H2 affordable); None: all homology_points"
     )
     persistence_threshold: float = Field(0.1, ge=0.0, description="bars shorter than this fraction of the diameter are noise")
-    betti_rule: Literal["threshold", "gap"] = Field(
-        "gap", description="threshold: every bar above the cut counts; gap: only those above the largest gap in lengths"
+    betti_rule: Literal["threshold", "gap", "hybrid"] = Field(
+        "gap", description="threshold: every bar above the cut counts; gap: only those above the largest gap in "
+        "lengths; hybrid: gap for H0, threshold for H1 and H2 (see analysis.geometry.persistent_homology)"
     )
     use_ema: bool = True
     seed: int = Field(0, ge=0)

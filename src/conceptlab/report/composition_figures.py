@@ -39,10 +39,15 @@ def plot_generation_accuracy(table: pd.DataFrame, tolerance: float | None = None
     return fig
 
 
-def plot_effective_dimension(table: pd.DataFrame) -> Figure:
-    """Effective dimension (participation ratio) and explained variance of the top 4 PCs vs step."""
+def plot_effective_dimension(table: pd.DataFrame, cut: float | None = None) -> Figure:
+    """Effective dimension (participation ratio) and explained variance of the top 4 PCs vs step; with homology
+    over training (`betti_*` columns), a second panel: the longest H1 and H2 bars (as fractions of the diameter,
+    with the persistence `cut` when given) and the Betti numbers vs step."""
     rows = table.sort_values("step")
-    fig, ax = plt.subplots(figsize=(5.8, 3.4))
+    with_homology = "betti_1" in rows and rows["betti_1"].notna().any()
+    fig, axes = plt.subplots(1, 2 if with_homology else 1, figsize=(11.0 if with_homology else 5.8, 3.4),
+                             squeeze=False)
+    ax = axes[0, 0]
     ax.plot(rows["step"], rows["effective_dimension"], "-o", ms=3, color="C0", label="effective dimension")
     ax.axhline(4, color="grey", lw=0.8, ls=":")
     ax.set_xlabel("training step")
@@ -53,6 +58,28 @@ def plot_effective_dimension(table: pd.DataFrame) -> Figure:
     twin.set_ylabel("explained variance, top 4 PCs", color="C1")
     hook = rows["hook"].iloc[0] if "hook" in rows else ""
     ax.set_title(f"{hook}, t = {rows['t'].iloc[0]:g}" if "t" in rows else hook, fontsize=9)
+    if with_homology:
+        h = rows.dropna(subset=["betti_1"])
+        ax = axes[0, 1]
+        for dim, colour in ((1, "C2"), (2, "C3")):
+            for i, style in ((1, "-o"), (2, "--"), (3, ":")):
+                col = f"h{dim}_bar_{i}"
+                if col in h:
+                    ax.plot(h["step"], h[col], style, ms=3, color=colour, alpha=1.0 if i == 1 else 0.7,
+                            label=f"H{dim} bar {i}")
+        ax.set_xlabel("training step")
+        ax.set_ylabel("bar length / diameter")
+        ax.set_xscale("symlog", linthresh=max(1.0, float(h["step"].min())))
+        top = float(h[[c for c in h.columns if c.startswith(("h1_bar", "h2_bar"))]].to_numpy().max())
+        if cut is not None:
+            ax.axhline(cut, color="grey", lw=0.8, ls=":", label="cut")
+            top = max(top, cut)
+        for r in h.itertuples():  # the Betti numbers (β0 β1 β2) of each checkpoint, above its bars
+            ax.annotate(f"{int(r.betti_0)}{int(r.betti_1)}{int(r.betti_2)}", (r.step, top * 1.08), fontsize=6,
+                        ha="center", rotation=90)
+        ax.set_ylim(0, top * 1.25 if top > 0 else 1.0)
+        ax.set_title("longest bars; Betti numbers β0β1β2 above (a torus: 121)", fontsize=8)
+        ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
     return fig
 
