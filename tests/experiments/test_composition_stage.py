@@ -142,3 +142,14 @@ def test_homology_over_training_adds_betti_numbers_per_checkpoint_on_the_refined
     assert "figures/effective_dimension.png" in summary["figures"]
     cloud = read_tensors(tmp_path / "geometry" / "cloud_step_0000010.safetensors")
     assert len(cloud["labels"][:, 0].unique()) == 16
+
+
+def test_a_refined_grid_over_the_labels_cap_is_refused_before_training():
+    data = {"kind": "bumps", "image": "bump", "image_size": 8, "periodic": True}
+    cfg = validate({**SMALL, "data": data, "eval": {"geometry": {"labels": 100, "label_density": 2}}})
+    model = build_run_model(cfg, build_dgp(cfg.data))
+    with pytest.raises(ValueError, match="reads 256 labels") as err:
+        composition_stage.check(cfg, model)
+    assert "eval.geometry.labels=256" in str(err.value) and "\n" not in str(err.value)
+    composition_stage.check(validate({**SMALL, "data": data, "eval": {"geometry": {"labels": 256, "label_density": 2}}}),
+                            model)

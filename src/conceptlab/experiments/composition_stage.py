@@ -95,10 +95,20 @@ def _guidance(cfg: RunConfig) -> float:
 
 
 def check(cfg: RunConfig, model) -> None:
-    """Fail before training on an unknown geometry hook or a sampler step count the DDPM chain cannot use."""
+    """Fail before training on an unknown geometry hook, a refined label grid the `labels` cap would thin back out, or
+    a sampler step count the DDPM chain cannot use."""
     geometry = cfg.eval.geometry
     if geometry is not None:
         check_hook(model.net, geometry.hook)
+        if geometry.label_density > 1:
+            from conceptlab.data import build_dgp
+
+            dgp = build_dgp(cfg.data)
+            n = len(refine_grid(dgp.grid_labels(), geometry.label_density, dgp.period))
+            if n > geometry.labels:
+                raise ValueError(f"eval.geometry.label_density={geometry.label_density} reads {n} labels, over "
+                                 f"eval.geometry.labels={geometry.labels}, which would thin the grid back out; "
+                                 f"set eval.geometry.labels={n} or lower the density")
     steps = _sample_steps(cfg)
     if cfg.diffusion.process == "ddpm" and cfg.diffusion.ddpm_steps % steps:
         raise ValueError(

@@ -428,7 +428,7 @@ class GeometryConfig(_Strict):
     label_density: int = Field(
         1, ge=1, le=8,
         description="read the grid refined k× per axis (k − 1 labels between lattice neighbours, wrapping on a "
-        "torus): a denser cloud for homology; applied before the `labels` cap",
+        "torus): a denser cloud for homology; a refined grid over `labels` is refused before training",
     )
     every: int = Field(1, ge=1, description="every k-th checkpoint (the last one always)")
     homology: bool = Field(True, description="persistent homology of the final checkpoint's cloud")
