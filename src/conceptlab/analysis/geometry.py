@@ -108,7 +108,7 @@ def persistent_homology(
         a = (a - a.mean(axis=0)) @ axes[:n_components].T
     diff = a[:, None, :] - a[None, :, :]
     scale = float(np.sqrt((diff**2).sum(-1)).max())
-    if scale**2 <= 1e-12 * mean_square_norm or scale == 0.0:  # every point in one place: one component, no holes
+    if scale**2 <= 1e-12 * mean_square_norm:  # every point in one place (or all at 0): one component, no holes
         dgms = [np.array([[0.0, np.inf]])] + [np.zeros((0, 2)) for _ in range(max_dim)]
         return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": scale, "threshold": threshold * scale}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
