@@ -125,3 +125,4 @@ def test_homology_of_coinciding_points_is_one_component():
         result = persistent_homology(point, rule=rule)
         assert result["betti"] == (1, 0, 0) and result["scale"] == 0.0
     assert persistent_homology(point + 1e-9 * np.eye(50, 32), rule="gap")["betti"] == (1, 0, 0)
+    assert persistent_homology(np.zeros((50, 8)), rule="hybrid")["betti"] == (1, 0, 0)
