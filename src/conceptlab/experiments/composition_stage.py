@@ -254,10 +254,10 @@ def homology(cfg: RunConfig, points: torch.Tensor) -> dict[str, Any]:
 
 
 def longest_bars(diagram: np.ndarray, scale: float, k: int) -> list[float]:
-    """The `k` longest finite bars of one diagram as fractions of `scale` (the cloud's diameter), 0-padded."""
+    """The (at most) `k` longest finite bars of one diagram `[n, 2]` as fractions of `scale` (the cloud's diameter)."""
+    diagram = np.asarray(diagram, dtype=float).reshape(-1, 2)
     finite = diagram[np.isfinite(diagram).all(axis=1)]
-    lengths = np.sort(finite[:, 1] - finite[:, 0])[::-1][:k] / scale if len(finite) else np.zeros(0)
-    return [float(v) for v in np.pad(lengths, (0, k - len(lengths)))]
+    return [float(v) for v in np.sort(finite[:, 1] - finite[:, 0])[::-1][:k] / scale] if len(finite) else []
 
 
 def homology_columns(ph: dict[str, Any]) -> dict[str, float | int]:
@@ -266,7 +266,7 @@ def homology_columns(ph: dict[str, Any]) -> dict[str, float | int]:
     out: dict[str, float | int] = {f"betti_{k}": int(b) for k, b in enumerate(ph["betti"])}
     for dim in (1, 2):
         bars = longest_bars(ph["diagrams"][dim], ph["scale"], 3)
-        out.update({f"h{dim}_bar_{i + 1}": v for i, v in enumerate(bars)})
+        out.update({f"h{dim}_bar_{i + 1}": v for i, v in enumerate(bars + [0.0] * (3 - len(bars)))})
     return out
 
 
@@ -402,8 +402,7 @@ def summarize(acc: pd.DataFrame, geo: pd.DataFrame, topo: dict[str, Any]) -> dic
         h = topo["homology"]
         summary["betti"] = h["betti"]
         summary["persistence_top"] = {  # the longest finite bars per dimension, as fractions of the diameter
-            f"H{k}": [_r(v / h["scale"], 3) for v in sorted((b[1] - b[0] for b in d), reverse=True)[:4]]
-            for k, d in enumerate(h["diagrams"])
+            f"H{k}": [_r(v, 3) for v in longest_bars(d, h["scale"], 4)] for k, d in enumerate(h["diagrams"])
         }
     if "betti_1" in geo.columns:  # homology over training
         rows = ed.dropna(subset=["betti_1"])
