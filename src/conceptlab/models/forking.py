@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from conceptlab.models.diffusion import Network
-from conceptlab.models.sampling import guided_output
+from conceptlab.models.sampling import ancestral_step, guided_output
 
 Denoiser = Callable[[Tensor, Tensor, Tensor], Tensor]  # (z [M, ...], t [M], prompt [M, P]) → x̂_0 [M, ...]
 
@@ -73,22 +73,13 @@ def _step(
     schedule: Schedule, denoiser: Denoiser, z: Tensor, t: float, s: float, prompt: Tensor,
     generator: torch.Generator | None, clip: bool,
 ) -> Tensor:
-    """One ancestral step t → s (s = 0: return x̂)."""
+    """One ancestral step t → s (s = 0: return x̂), the denoiser evaluated at t; `models.sampling.ancestral_step`."""
     n = z.shape[0]
     t_rows = torch.full((n,), t, device=z.device)
     x_hat = denoiser(z, t_rows, prompt)
     if clip:
         x_hat = x_hat.clamp(-1.0, 1.0)
-    if s <= 0.0:
-        return x_hat
-    tt = torch.tensor([t], device=z.device)
-    ss = torch.tensor([s], device=z.device)
-    c = -torch.expm1(schedule.logsnr(tt) - schedule.logsnr(ss))
-    alpha_t, _ = schedule.alpha_sigma(tt)
-    alpha_s, sigma_s = schedule.alpha_sigma(ss)
-    mean = (alpha_s / alpha_t) * (1.0 - c) * z + alpha_s * c * x_hat
-    noise = torch.randn(z.shape, generator=generator, device=z.device, dtype=z.dtype)
-    return mean + (c.sqrt() * sigma_s) * noise
+    return ancestral_step(schedule, z, x_hat, t, s, generator)
 
 
 def _run(

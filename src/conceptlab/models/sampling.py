@@ -5,7 +5,7 @@
 smalldiffusion's generator idea): analysis code sees every x_t without forking
 the sampler. `ancestral_sample` runs it to the end and returns images in [0,1].
 
-The step from t to s < t samples q(z_s | z_t, x = x̂):
+The step from t to s < t (`ancestral_step`, also the forking sampler's) samples q(z_s | z_t, x = x̂):
     c = 1 − SNR(t)/SNR(s),  mean = (α_s/α_t)(1 − c) z_t + α_s c x̂,  var = c σ_s².
 Guidance mixes the conditional and unconditional network outputs as
 (1 + w)·cond − w·uncond (w = 0: plain conditional sampling), evaluated in one
@@ -58,6 +58,24 @@ def guided_output(
     return (1.0 + guidance_scale) * cond - guidance_scale * uncond
 
 
+def ancestral_step(
+    process, z: Tensor, x_hat: Tensor, t: float, s: float, generator: torch.Generator | None = None
+) -> Tensor:
+    """One ancestral step from time t to s < t given the denoised estimate x̂: a draw from q(z_s | z_t, x = x̂);
+    s = 0 returns x̂ itself. `process` needs only `logsnr` and `alpha_sigma` (any `DiffusionProcess`). The one
+    step both samplers take (`iter_ancestral` here, the forking sampler of `models.forking`)."""
+    if s <= 0.0:
+        return x_hat
+    tt = torch.tensor([t], device=z.device)
+    ss = torch.tensor([s], device=z.device)
+    c = -torch.expm1(process.logsnr(tt) - process.logsnr(ss))
+    alpha_t, _ = process.alpha_sigma(tt)
+    alpha_s, sigma_s = process.alpha_sigma(ss)
+    mean = (alpha_s / alpha_t) * (1.0 - c) * z + alpha_s * c * x_hat
+    noise = torch.randn(z.shape, generator=generator, device=z.device, dtype=z.dtype)
+    return mean + (c.sqrt() * sigma_s) * noise
+
+
 @torch.inference_mode()
 def iter_ancestral(
     process: DiffusionProcess,
@@ -83,17 +101,7 @@ def iter_ancestral(
         x_hat, _ = process.raw_to_x_eps(out, z, t)
         if clip_denoised:
             x_hat = x_hat.clamp(-1.0, 1.0)
-        if i == 1:
-            z = x_hat
-        else:
-            s = torch.full((n,), s_val, device=device)
-            lam_t, lam_s = process.logsnr(t[:1]), process.logsnr(s[:1])
-            alpha_t, _ = process.alpha_sigma(t[:1])
-            alpha_s, sigma_s = process.alpha_sigma(s[:1])
-            c = -torch.expm1(lam_t - lam_s)
-            mean = (alpha_s / alpha_t) * (1.0 - c) * z + alpha_s * c * x_hat
-            noise = torch.randn(z.shape, generator=generator, device=device)
-            z = mean + (c.sqrt() * sigma_s) * noise
+        z = ancestral_step(process, z, x_hat, t_val, s_val, generator)
         yield SamplerStep(step=steps - i, t=s_val, z=z, denoised=x_hat)
 
 
