@@ -1,4 +1,4 @@
-# Two commands: `make demo` runs the main job, `make test` runs the test suite.
+# Two commands: `make demo` runs the main job, `make test` runs the test suite (`make test-fast`: unit tests only).
 # Both create .venv and install everything they need. The CPU build of torch is
 # installed first (pinned), so the project's `torch>=2.2` never pulls a CUDA build.
 PYTHON ?= python3
@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench clean
+.PHONY: demo test test-fast install bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load --maxschedchunk 1
+
+# the fast lane: unit tests only (tests/unit), no training runs beyond a few steps
+test-fast: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load tests/unit
 
 bench: $(STAMP)
 	$(PY) bench/train_step.py

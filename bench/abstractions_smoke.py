@@ -33,7 +33,7 @@ from conceptlab.analysis.forking_entropy import forking_entropy_curves
 from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations
 from conceptlab.analysis.mutual_information import mutual_information_curve
 from conceptlab.data.shapes3d import FACTORS, FACTOR_SIZES, render_shapes3d
-from conceptlab.experiments.config import ModelConfig
+from conceptlab.models.unet import ModelConfig
 from conceptlab.models.forking import network_denoiser
 from conceptlab.models.sampling import ancestral_sample
 from conceptlab.models.unet import ConceptUNet, count_parameters

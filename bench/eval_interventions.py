@@ -26,9 +26,9 @@ from pathlib import Path
 
 import torch
 
-from conceptlab.data import build_dgp
+from conceptlab.studies import build_data
 from conceptlab.experiments.loading import load_config
-from conceptlab.experiments.emergence_stage import intervention_context
+from conceptlab.studies.emergence import intervention_context
 from conceptlab.interventions import build_interventions, evaluate_interventions
 from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import load_or_train_probe
@@ -54,7 +54,7 @@ def main() -> None:
     if iv is None:
         raise SystemExit(f"{args.preset} has no eval.interventions")
     n = args.n or iv.samples
-    dgp = build_dgp(cfg.data)
+    dgp = build_data(cfg.data)
     model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, cfg.data.image_size).eval()
     if args.run:
         load_weights(model, load_checkpoint(list_checkpoints(args.run / "checkpoints")[-1][1])[0])

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts
-from conceptlab.data import build_dgp
+from conceptlab.studies import build_data
 from conceptlab.experiments.loading import load_config
 from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import load_or_train_probe
@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cfg = load_config(str(args.run_dir / "config.yaml"))
-    dgp = build_dgp(cfg.data)
+    dgp = build_data(cfg.data)
     model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, cfg.data.image_size).eval()
     probe, _ = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size, progress=False)
     classes = list(dgp.classes)

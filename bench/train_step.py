@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from conceptlab.experiments.config import ModelConfig
+from conceptlab.models.unet import ModelConfig
 from conceptlab.models.unet import ConceptUNet, count_parameters
 from conceptlab.train.precision import cpu_has_native_bf16
 

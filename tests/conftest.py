@@ -1,6 +1,12 @@
-"""Test order for two xdist workers (`make test`: `-n 2 --dist load --maxschedchunk 1`): the findings tests take
+"""Test layout and order.
+
+The tests mirror the package: `unit/` (one module or function at a time, seconds; `make test-fast`), `integration/`
+(whole runs, sweeps, the CLI and plug-ins on micro presets) and `acceptance/` (the findings, at CI size; minutes
+each). Each test gets the marker of its folder (`-m unit`, `-m "not acceptance"`).
+
+Order for two xdist workers (`make test`: `-n 2 --dist load --maxschedchunk 1`): the findings tests take
 minutes each, everything else seconds. xdist hands each worker two tests first, then queues the next test on the
-worker whose running test ends first, so the findings tests go first in an order that splits them evenly (seconds
+worker whose running test ends first, so the findings (acceptance) tests go first in an order that splits them evenly (seconds
 at one thread, measured in one `make test` on an AMD EPYC with native bf16; an Intel Xeon without it, in fp32,
 took about 2.5× as long for the same tests):
 
@@ -13,6 +19,9 @@ took about 2.5× as long for the same tests):
 
 Serial runs are unaffected apart from the order."""
 
+import pytest
+
+LAYERS = ("unit", "integration", "acceptance")
 FIRST = [
     "test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class",
     "test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting",
@@ -28,8 +37,12 @@ FIRST = [
 def pytest_collection_modifyitems(session, config, items):
     """Findings tests first (those named in FIRST in that order, any others after them), the rest as collected."""
     def rank(item) -> int:
-        if "/findings/" not in item.path.as_posix():
+        if "/acceptance/" not in item.path.as_posix():
             return len(FIRST) + 1
         return FIRST.index(item.name) if item.name in FIRST else len(FIRST)
 
+    for item in items:
+        for layer in LAYERS:
+            if f"/tests/{layer}/" in item.path.as_posix():
+                item.add_marker(getattr(pytest.mark, layer))
     items.sort(key=rank)  # stable

@@ -238,11 +238,12 @@ def percolation(
 ) -> None:
     """Percolation model of manifold formation: largest-cluster mass ratio of a subsampled bump lattice vs dataset
     size, the critical dataset size per N and its scaling exponent (size* ∝ N^b)."""
-    import matplotlib.pyplot as plt
     import pandas as pd
 
     from conceptlab.analysis.percolation import critical_dataset_size, percolation_curve
+    from conceptlab.analysis.power_law import fit_power_law
     from conceptlab.report.percolation_figures import plot_percolation
+    from conceptlab.report.save import save_figure
     from conceptlab.store.files import write_parquet
 
     try:
@@ -270,15 +271,13 @@ def percolation(
     console.print(table)
     for t in levels:
         part = critical[(critical["threshold"] == t) & np.isfinite(critical["critical_dataset_size"]) & ~critical["censored"]]
-        if len(part) >= 2:
-            b = np.polyfit(np.log(part["N"].astype(float)), np.log(part["critical_dataset_size"].astype(float)), 1)[0]
-            console.print(f"threshold {t:g}: critical size ∝ N^{b:.2f}")
+        if part["N"].nunique() >= 2:
+            fit = fit_power_law(part["N"].astype(float), part["critical_dataset_size"].astype(float))
+            console.print(f"threshold {t:g}: critical size ∝ N^{fit.exponent:.2f}")
     out.mkdir(parents=True, exist_ok=True)
     write_parquet(out / "percolation.parquet", curve)
     write_parquet(out / "critical.parquet", critical)
-    fig = plot_percolation(curve, critical, target)
-    fig.savefig(out / "percolation.png", dpi=120)
-    plt.close(fig)
+    save_figure(plot_percolation(curve, critical, target), out / "percolation.png")
     console.print(f"tables and figure: {out}")
 
 
@@ -314,8 +313,8 @@ def sweep(
         if spec == "status":
             return sweep_status_cmd(target)
         return sweep_report_cmd(target, figure=None, axis="data.color_separation", split="train")
-    from conceptlab.experiments.executors import ExecutorError, make_executor
-    from conceptlab.experiments.sweep import expand, run_sweep, with_slurm_options
+    from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
+    from conceptlab.experiments.sweep import expand, run_sweep
 
     if workers is not None and workers < 1:
         _fail(f"--workers must be ≥ 1, got {workers}")
@@ -419,10 +418,10 @@ def sweep_report_cmd(
 
 def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 0.6) -> None:
     """Bump-world sweeps over λ: training images needed to reach `target` accuracy per (family, N), its scaling."""
-    import matplotlib.pyplot as plt
     import pandas as pd
 
     from conceptlab.analysis.data_efficiency import data_efficiency_runs, scaling_fit, size_to_reach
+    from conceptlab.report.save import save_figure
     from conceptlab.report.sweep_figures import plot_data_efficiency
     from conceptlab.store.files import write_parquet
     from conceptlab.store.index import StoreError, open_store
@@ -451,20 +450,17 @@ def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 
         fit = "too few uncensored N" if pd.isna(r.exponent) else f"∝ N^{r.exponent:.2f} (R² {r.r2:.2f})"
         console.print(f"{r.family}: images to reach {target:.0%} {fit}")
     write_parquet(root / "data_efficiency.parquet", sizes)
-    fig = plot_data_efficiency(table, sizes, target)
     path = (figure.with_name(figure.stem + "_data_efficiency.png") if figure else root / "figures" / "data_efficiency.png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plot_data_efficiency(table, sizes, target), path)
     console.print(f"table: {root / 'data_efficiency.parquet'}; figure: {path}")
 
 
 def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:
     """Bump-world sweeps: final generation accuracy per region and setting of the swept keys, mean ± sd over seeds."""
-    import matplotlib.pyplot as plt
     import pandas as pd
 
     from conceptlab.analysis.region_accuracy import final_region_accuracy, region_accuracy_by_axis
+    from conceptlab.report.save import save_figure
     from conceptlab.report.sweep_figures import plot_region_accuracy
     from conceptlab.store.files import write_parquet
     from conceptlab.store.index import StoreError, open_store
@@ -483,18 +479,14 @@ def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:
         table.add_row(*[str(r[a]) for a in axes], r["region"], *cells, str(r["runs"]))
     console.print(table)
     write_parquet(root / "region_accuracy.parquet", summary)
-    fig = plot_region_accuracy(summary)
     path = (figure.with_name(figure.stem + "_regions.png") if figure else root / "figures" / "region_accuracy.png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(plot_region_accuracy(summary), path)
     console.print(f"table: {root / 'region_accuracy.parquet'}; figure: {path}")
 
 
 def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: str) -> None:
-    import matplotlib.pyplot as plt
-
     from conceptlab.analysis.concept_signal import learning_time_by_axis, learning_time_table
+    from conceptlab.report.save import save_figure
     from conceptlab.report.sweep_figures import plot_learning_time_vs_signal
     from conceptlab.store.index import StoreError, open_store
 
@@ -509,11 +501,7 @@ def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: 
         lt = "not learned" if r.n_learned == 0 else f"{r.learning_time_mean:.0f} ± {r.learning_time_std:.0f}"
         table.add_row(f"{r.axis_value:g}", r.concept, f"{r.concept_signal_mean:.2f}", lt, f"{r.n_learned}/{r.n_runs}")
     console.print(table)
-    fig = plot_learning_time_vs_signal(long, summary, axis)
-    path = figure or root / "figures" / "concept_signal.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = save_figure(plot_learning_time_vs_signal(long, summary, axis), figure or root / "figures" / "concept_signal.png")
     console.print(f"figure: {path}")
 
 

@@ -28,6 +28,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from conceptlab.analysis.power_law import fit_power_law
+
 REQUIRED = ("family", "N", "dataset_size", "accuracy")
 
 
@@ -100,13 +102,9 @@ def scaling_fit(sizes: pd.DataFrame) -> pd.DataFrame:
             rows.append({"family": family, "exponent": float("nan"), "prefactor": float("nan"),
                          "r2": float("nan"), "points": len(g)})
             continue
-        x, y = np.log(g["N"].to_numpy(float)), np.log(g["size_to_reach"].to_numpy(float))
-        b, a = np.polyfit(x, y, 1)
-        resid = y - (a + b * x)
-        ss = float(((y - y.mean()) ** 2).sum())
-        r2 = 1.0 - float((resid**2).sum()) / ss if ss > 0 else 1.0
-        rows.append({"family": family, "exponent": float(b), "prefactor": float(math.exp(a)), "r2": r2,
-                     "points": len(g)})
+        fit = fit_power_law(g["N"].to_numpy(float), g["size_to_reach"].to_numpy(float))
+        rows.append({"family": family, "exponent": fit.exponent, "prefactor": fit.prefactor, "r2": fit.r2,
+                     "points": fit.points})
     return pd.DataFrame(rows)
 
 

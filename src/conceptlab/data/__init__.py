@@ -1,8 +1,9 @@
-"""Data-generating processes (DGPs) by name: `build_dgp(cfg)` returns the one `cfg.kind` names.
+"""Data-generating processes (DGPs), each beside its config section; `studies.build_data(cfg)` builds the one a
+`data` section's `kind` names (through the study that serves it).
 
 Every DGP gives the runner what training needs: `training_set()` (an object with `.images` `[N, C, S, S]` in
 [0, 1] and `.prompts` `[N, D]`), `prompt_dim`, `channels`, `image_size`, `attribute_sizes` (prompt blocks for
-attribute-wise label dropout, or None) and `describe()`. Each kind adds what its evaluation needs:
+attribute-wise label dropout, or None), `null_label` and `describe()` (`studies.base.DataProcess`). Each kind adds what its evaluation needs:
 
 - `shapes` (`data.shapes.ShapesDGP`): discrete concept classes, below;
 - `bumps` (`data.bump_world.BumpWorld`): label lattice, held-out region, `regions()`, `grid_labels()`, `render(labels)`;
@@ -26,19 +27,18 @@ Determinism: the same config gives bit-identical data. Nonsense input (unknown c
 
 from __future__ import annotations
 
-from conceptlab.data.bump_world import BumpWorld
+from conceptlab.data.bump_world import BumpsDataConfig, BumpWorld
 from conceptlab.data.labelled import LabelledImages
-from conceptlab.data.shapes import ConceptDataset, ShapesDGP
-from conceptlab.data.shapes3d_world import Shapes3DWorld
+from conceptlab.data.shapes import ConceptDataset, ShapesDataConfig, ShapesDGP
+from conceptlab.data.shapes3d_world import Shapes3DDataConfig, Shapes3DWorld
 
-DGPS = {"shapes": ShapesDGP, "bumps": BumpWorld, "shapes3d": Shapes3DWorld}
-
-
-def build_dgp(cfg):
-    """The data-generating process named by `cfg.kind` (a `DataConfig`, `BumpsDataConfig` or `Shapes3DDataConfig`)."""
-    if cfg.kind not in DGPS:
-        raise ValueError(f"unknown data kind {cfg.kind!r}; known: {sorted(DGPS)}")
-    return DGPS[cfg.kind](cfg)
-
-
-__all__ = ["BumpWorld", "ConceptDataset", "DGPS", "LabelledImages", "Shapes3DWorld", "ShapesDGP", "build_dgp"]
+__all__ = [
+    "BumpWorld",
+    "BumpsDataConfig",
+    "ConceptDataset",
+    "LabelledImages",
+    "Shapes3DDataConfig",
+    "Shapes3DWorld",
+    "ShapesDGP",
+    "ShapesDataConfig",
+]

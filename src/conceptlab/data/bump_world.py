@@ -18,12 +18,94 @@ The evaluation's regions are the 2D labels: `train` (trained on), `held_out` (in
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor
 
-from conceptlab.data.labelled import LabelledImages
+from conceptlab.config_base import DataSection, StrictConfig
 from conceptlab.data.bumps import SplitSpec, held_out_mask, image_type, lattice, render, subsample
-from conceptlab.experiments.config import BumpsDataConfig
+from conceptlab.data.labelled import LabelledImages
+
+BumpImage = Literal["bump", "vertical", "horizontal", "sos", "product", "bump+stripes"]
+
+
+class HeldOutRegion(StrictConfig):
+    """A region of label space (μx, μy) held out of training, in the labels' (drawn-canvas) coordinates.
+
+    - `none`: nothing held out;
+    - `x_band`: labels with low ≤ μx ≤ high;
+    - `lesion`: the square |μ − centre| ≤ width/2 on both axes ("interior square");
+    - `exterior`: everything outside that square (train on the interior only).
+
+    `scope` says which images lose it: `2d` only images whose two centres are both inside the visible frame
+    (1D stripes still cover the region: the composition test), `all` every image whatever its type (no image
+    ever shows those coordinates: the interpolation test).
+    """
+
+    kind: Literal["none", "x_band", "lesion", "exterior"] = "none"
+    low: float = 13.0
+    high: float = 19.0
+    width: float = 8.0
+    centre: tuple[float, float] = (16.0, 16.0)
+    scope: Literal["2d", "all"] = "2d"
+
+    @model_validator(mode="after")
+    def _shape(self) -> "HeldOutRegion":
+        if self.kind == "x_band" and not self.low <= self.high:
+            raise ValueError(f"x_band needs low ≤ high, got low={self.low}, high={self.high}")
+        if self.kind in ("lesion", "exterior") and not self.width > 0:
+            raise ValueError(f"{self.kind} needs width > 0, got {self.width}")
+        return self
+
+
+class BumpsDataConfig(DataSection):
+    """Gaussian bump worlds (Liang et al. 2024): one grayscale image per label (μx, μy) of a lattice.
+
+    Labels are in the coordinates of the drawn canvas: with `border` > 0 (the extended canvas, e.g. 6 for
+    44×44 cropped to 32×32) the lattice covers the whole drawn canvas, so stripes and sums of stripes include
+    images with one or both centres outside the visible frame (1D / 0D images). The prompt is (μx, μy).
+    """
+
+    kind: Literal["bumps"] = "bumps"
+    image: BumpImage = Field(
+        "bump",
+        description="bump, vertical, horizontal, sos (sum of stripes), product, or bump+stripes (extended canvas: "
+        "a bump where both centres are in the frame, a 1D stripe where one is)",
+    )
+    image_size: int = Field(32, ge=8, description="visible canvas N (N×N)")
+    border: int = Field(0, ge=0, description="extended canvas: pixels drawn beyond each edge, then cropped")
+    periodic: bool = Field(False, description="torus: distances wrap around the drawn canvas")
+    sigma: tuple[float, float] = Field((1.0, 1.0), description="bump widths (σx, σy) in pixels")
+    spacing: tuple[float, float] = Field((1.0, 1.0), description="lattice spacings (dx, dy) in pixels")
+    fraction: float = Field(1.0, gt=0.0, le=1.0, description="λ: fraction of lattice points kept (subsampling)")
+    fraction_scope: Literal["all", "2d"] = Field(
+        "all",
+        description="which training labels λ thins: all of them, or only the 2D ones (every 1D stripe and 0D image "
+        "kept: the paper's 'all 1D stripes and a few 2D bumps')",
+    )
+    held_out: HeldOutRegion = Field(default_factory=HeldOutRegion)
+    copies: int = Field(1, ge=1, description="times each training image is repeated in the training set")
+    null_value: float = Field(-1.0, description="prompt value of a dropped label (outside every coordinate, all ≥ 0)")
+    data_seed: int = Field(0, ge=0)
+
+    @field_validator("sigma", "spacing")
+    @classmethod
+    def _positive(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if min(v) <= 0:
+            raise ValueError(f"must be > 0 on both axes, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _stripes_need_a_border(self) -> "BumpsDataConfig":
+        if self.image == "bump+stripes" and self.border == 0:
+            raise ValueError("image bump+stripes needs border > 0: its stripes are the labels outside the frame")
+        return self
+
+    @property
+    def drawn_size(self) -> int:
+        return self.image_size + 2 * self.border
 
 
 class BumpWorld:
@@ -37,6 +119,7 @@ class BumpWorld:
     def __init__(self, cfg: BumpsDataConfig):
         self.cfg = cfg
         self.image_size = cfg.image_size
+        self.null_label = cfg.null_value  # a dropped label: the encoder maps it to zero features
         self.period = float(cfg.drawn_size) if cfg.periodic else None
         self.labels = lattice(cfg.spacing, (0.0, float(cfg.drawn_size)))
         self.types = image_type(self.labels, cfg.image_size, cfg.border)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor
 
-from conceptlab.experiments.config import DataConfig
+from conceptlab.config_base import DataSection
 
 ATTRIBUTES = ("color", "size", "background", "shape")  # what the renderer draws; the concepts are a subset
+Concept = Literal["color", "size", "background", "shape"]
 COLOR, SIZE, BACKGROUND, SHAPE = range(len(ATTRIBUTES))  # columns of an attribute-value matrix
 NUISANCE_BACKGROUND = (0.8, 1.0)  # per-channel range of the background when it is not a concept
 TEST_BACKGROUND = 0.9
@@ -21,6 +24,106 @@ RADIUS_FLOOR = 0.1
 BLUR_SIGMA = 1.0  # pixels
 PROMPT_WIDTH = {"color": 3, "size": 1, "background": 1, "shape": 2}  # natural width of each concept's value
 PAPER11_SLICES = {"shape": slice(0, 2), "color": slice(4, 7), "size": slice(7, 8), "background": slice(8, 11)}
+
+
+class ShapesDataConfig(DataSection):
+    """The `shapes` data-generating process (Park et al. 2024, generalised to n concepts).
+
+    Each concept has two values, "0" (default) and "1"; a class is a code such as
+    "01" giving the value of each concept in `concepts` order.
+    """
+
+    kind: Literal["shapes"] = "shapes"
+    concepts: list[Concept] = Field(default_factory=lambda: ["color", "size"], min_length=1)
+    color_separation: float = Field(0.4, ge=0.0, le=1.0, description="Δc: red/blue mean distance per channel")
+    size_separation: float = Field(0.4, ge=0.0, le=0.7, description="Δs: large/small radius difference")
+    background_separation: float = Field(0.4, ge=0.0, le=1.0, description="Δb: light/dark grey difference")
+    jitter: float = Field(1.0, ge=0.0, description="scale of the per-image concept jitter (1 = the paper's)")
+    train_classes: list[str] | None = Field(
+        None, description="class codes to train on; default: classes with at most one non-default concept"
+    )
+    held_out_classes: list[str] | None = Field(
+        None, description="class codes evaluated as out-of-distribution; default: all classes not trained on"
+    )
+    images_per_class: int = Field(2048, ge=1)
+    image_size: int = Field(32, ge=8)
+    prompt_layout: Literal["compact", "paper11"] = Field(
+        "compact", description="compact: only active concepts' values; paper11: the authors' 11-dim layout"
+    )
+    prompt_mask_fraction: dict[Concept, float] = Field(
+        default_factory=dict, description="per concept, fraction of training prompts whose entries are masked"
+    )
+    null_value: float = Field(0.0, description="value written into masked / dropped prompt entries")
+    data_seed: int = Field(0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _class_codes_as_strings(cls, data):
+        """YAML reads a code such as 10 as an int: turn ints back into codes of one digit per concept."""
+        if isinstance(data, dict):
+            width = len(data.get("concepts") or ["color", "size"])
+            for field in ("train_classes", "held_out_classes"):
+                codes = data.get(field)
+                if isinstance(codes, list):
+                    data = {**data, field: [format(c, f"0{width}d") if isinstance(c, int) else c for c in codes]}
+        return data
+
+    @field_validator("concepts")
+    @classmethod
+    def _unique_concepts(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"concepts must be distinct, got {v}")
+        return v
+
+    @field_validator("prompt_mask_fraction")
+    @classmethod
+    def _fractions(cls, v: dict[str, float]) -> dict[str, float]:
+        for k, f in v.items():
+            if not 0.0 <= f <= 1.0:
+                raise ValueError(f"prompt_mask_fraction.{k} must be in [0, 1], got {f}")
+        return v
+
+    @model_validator(mode="after")
+    def _classes_valid(self) -> "ShapesDataConfig":
+        n = len(self.concepts)
+        for field in ("train_classes", "held_out_classes"):
+            codes = getattr(self, field)
+            if codes is None:
+                continue
+            for code in codes:
+                if len(code) != n or set(code) - {"0", "1"}:
+                    raise ValueError(
+                        f"{field}: class code {code!r} must be {n} digits of 0/1 (one per concept {self.concepts})"
+                    )
+        train = set(self.resolved_train_classes())
+        if not train:
+            raise ValueError("the held-out set removes every training class: nothing left to train on")
+        held = set(self.resolved_held_out_classes())
+        if train & held:
+            raise ValueError(f"classes both trained on and held out: {sorted(train & held)}")
+        for k in self.prompt_mask_fraction:
+            if k not in self.concepts:
+                raise ValueError(f"prompt_mask_fraction names {k!r}, not one of concepts {self.concepts}")
+        return self
+
+    def all_classes(self) -> list[str]:
+        n = len(self.concepts)
+        return [format(i, f"0{n}b") for i in range(2**n)]
+
+    def resolved_train_classes(self) -> list[str]:
+        if self.train_classes is not None:
+            held = set(self.held_out_classes or [])
+            return [c for c in self.train_classes if c not in held]
+        held = set(self.held_out_classes or [])
+        if self.held_out_classes is not None:
+            return [c for c in self.all_classes() if c not in held]
+        return [c for c in self.all_classes() if c.count("1") <= 1]
+
+    def resolved_held_out_classes(self) -> list[str]:
+        if self.held_out_classes is not None:
+            return list(self.held_out_classes)
+        train = set(self.resolved_train_classes())
+        return [c for c in self.all_classes() if c not in train]
 
 
 def seeded_generator(*parts: object) -> torch.Generator:
@@ -158,8 +261,9 @@ class ShapesDGP:
 
     channels = 3
     attribute_sizes = None  # concept values are continuous entries, not one-hot blocks
+    null_label = None  # no prompt value is reserved for "dropped" (the null prompt is only a training target)
 
-    def __init__(self, cfg: DataConfig):
+    def __init__(self, cfg: ShapesDataConfig):
         self.cfg = cfg
         self.image_size = cfg.image_size
         self.concepts: list[str] = list(cfg.concepts)

@@ -15,14 +15,65 @@ where the blocks are, for attribute-wise label dropout.
 from __future__ import annotations
 
 import itertools
+from typing import Literal
 
 import torch
+from pydantic import Field, field_validator, model_validator
 from torch import Tensor
 
+from conceptlab.config_base import DataSection
 from conceptlab.data.attribute_prompt import AttributePrompt
 from conceptlab.data.labelled import LabelledImages, unit_float
+from conceptlab.data.shapes3d import FACTOR_SIZES as LEVELS_PER_FACTOR
 from conceptlab.data.shapes3d import FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
-from conceptlab.experiments.config import Shapes3DDataConfig
+
+Factor = Literal["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
+FACTOR_SIZES = dict(zip(FACTORS, LEVELS_PER_FACTOR))
+
+
+class Shapes3DDataConfig(DataSection):
+    """Shapes3D scenes (floor, wall, object): the procedural renderer or the real `3dshapes.h5`.
+
+    `attributes` are the factors that vary and are prompted (one-hot block each); every other factor stays at
+    its `fixed` level. `levels` may restrict a factor to some of its levels (default: all).
+    """
+
+    kind: Literal["shapes3d"] = "shapes3d"
+    source: Literal["render", "h5"] = Field("render", description="render: procedural; h5: the real file")
+    h5_path: str | None = Field(None, description="path of 3dshapes.h5 (source=h5)")
+    attributes: list[Factor] = Field(default_factory=lambda: ["wall_hue", "shape"], min_length=1)
+    fixed: dict[Factor, int] = Field(
+        default_factory=lambda: {"floor_hue": 0, "wall_hue": 6, "object_hue": 3, "scale": 5, "shape": 0, "orientation": 7},
+        description="level of each factor that is not an attribute",
+    )
+    levels: dict[Factor, list[int]] = Field(default_factory=dict, description="restrict factors to these levels")
+    image_size: int = Field(16, ge=8, le=64)
+    copies: int = Field(1, ge=1, description="times each combination is repeated in the training set")
+    null_value: float = Field(0.0, description="prompt value of a dropped attribute (all-zero one-hot block)")
+    data_seed: int = Field(0, ge=0)
+
+    @field_validator("attributes")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"attributes must be distinct, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _levels_valid(self) -> "Shapes3DDataConfig":
+        if self.source == "h5" and not self.h5_path:
+            raise ValueError("source h5 needs h5_path (the path of 3dshapes.h5)")
+        for factor, level in self.fixed.items():
+            if not 0 <= level < FACTOR_SIZES[factor]:
+                raise ValueError(f"fixed.{factor} = {level} is not a level (0..{FACTOR_SIZES[factor] - 1})")
+        for factor, chosen in self.levels.items():
+            bad = [v for v in chosen if not 0 <= v < FACTOR_SIZES[factor]]
+            if bad or len(set(chosen)) != len(chosen) or len(chosen) < 2:
+                raise ValueError(f"levels.{factor} must be ≥ 2 distinct levels in 0..{FACTOR_SIZES[factor] - 1}, got {chosen}")
+        return self
+
+    def attribute_levels(self, factor: str) -> list[int]:
+        return list(self.levels.get(factor, range(FACTOR_SIZES[factor])))
 
 
 CHUNK = 256  # images rendered or read per call
@@ -41,6 +92,7 @@ class Shapes3DWorld:
     def __init__(self, cfg: Shapes3DDataConfig):
         self.cfg = cfg
         self.image_size = cfg.image_size
+        self.null_label = cfg.null_value  # a dropped attribute block
         self.attributes = tuple(cfg.attributes)
         self.concepts = self.attributes
         self.levels = {a: cfg.attribute_levels(a) for a in self.attributes}

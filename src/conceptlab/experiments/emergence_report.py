@@ -26,15 +26,17 @@ import pandas as pd
 
 from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
 from conceptlab.experiments.loading import load_config
-from conceptlab.store.files import read_json, write_parquet
+from conceptlab.report.save import save_figure
+from conceptlab.store.files import write_parquet
+from conceptlab.store.run_folder import SUMMARY, RunFolder
 
 
 def _runs_with_emergence(root: Path) -> list[Path]:
     found = []
-    for summary in sorted(Path(root).rglob("summary.json")):
-        run = summary.parent
-        if (run / "config.yaml").is_file() and "emergence" in read_json(summary):
-            found.append(run)
+    for summary in sorted(Path(root).rglob(SUMMARY)):
+        run = RunFolder(summary.parent)
+        if run.config.is_file() and "emergence" in run.read_summary():
+            found.append(run.root)
     return found
 
 
@@ -45,8 +47,8 @@ def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         raise FileNotFoundError(f"no finished run with hidden-emergence results under {root}")
     rows, curves = [], []
     for run in runs:
-        summary = read_json(run / "summary.json")
-        cfg = load_config(str(run / "config.yaml"))
+        summary = RunFolder(run).read_summary()
+        cfg = load_config(str(RunFolder(run).config))
         seed = cfg.train.train_seed
         for target, entry in summary["emergence"]["targets"].items():
             phase = entry.get("memorization") or {}
@@ -67,15 +69,13 @@ def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                         "capability_gap": entry.get("capability_gap"),
                     }
                 )
-        best = pd.read_parquet(run / "emergence.parquet")
+        best = pd.read_parquet(RunFolder(run).table("emergence"))
         curves.append(best.assign(seed=seed))
     return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
 
 
 def emergence_report(root: Path) -> dict[str, Any]:
     """Aggregate the runs under root, write the tables and the figure, return the verdicts."""
-    import matplotlib.pyplot as plt
-
     from conceptlab.report.emergence_figures import plot_intervention_scores
 
     root = Path(root)
@@ -84,10 +84,8 @@ def emergence_report(root: Path) -> dict[str, Any]:
     spread = across_seeds(per_run, "emergence_step", by=["target", "intervention"])
     write_parquet(root / "emergence_across_seeds.parquet", spread)
     first = capability_before_behavior(per_run)
-    threshold = read_json(root / per_run["run"].iloc[0] / "summary.json")["emergence"]["threshold"]
-    fig = plot_intervention_scores(curves, threshold)
-    fig.savefig(root / "emergence_seeds.png", dpi=120)
-    plt.close(fig)
+    threshold = RunFolder(root / per_run["run"].iloc[0]).read_summary()["emergence"]["threshold"]
+    save_figure(plot_intervention_scores(curves, threshold), root / "emergence_seeds.png")
 
     verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "targets": {}}
     for target, group in per_run.groupby("target"):

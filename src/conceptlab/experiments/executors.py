@@ -26,18 +26,67 @@ import traceback
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import submitit
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
 from rich.progress import Progress
 
 from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.loading import ConfigError, parse_override
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.store.files import read_json, write_json
+from conceptlab.store.run_folder import RunFolder
+from conceptlab.studies import study_for
 
-STATUS_FILE = "status.json"
 STATES = ("queued", "running", "done", "failed")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SlurmOptions(_Strict):
+    """Options of the `slurm` executor (submitit job arrays)."""
+
+    partition: str | None = None
+    time_min: int = Field(60, ge=1, description="wall-time limit per task; on timeout the task is requeued")
+    gpus_per_task: int = Field(0, ge=0)
+    cpus_per_task: int = Field(1, ge=1)
+    mem_gb: float = Field(2.0, gt=0)
+    array_parallelism: int = Field(64, ge=1, description="tasks of the array running at once")
+    max_requeue: int = Field(3, ge=0, description="requeues after timeout / preemption")
+    signal_delay_s: int = Field(60, ge=1, description="seconds between the warning signal and the kill")
+    account: str | None = None
+    qos: str | None = None
+    setup: list[str] = Field(default_factory=list, description="shell lines run before each task")
+
+
+def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "ExecutorOptions":
+    """`options` with `key=value` settings (e.g. `partition=gpu`, `time_min=240`) applied to its slurm options;
+    an unknown key or bad value raises `ConfigError` in one line."""
+    values = options.slurm.model_dump()
+    for text in settings:
+        path, value = parse_override(text)
+        if len(path) != 1 or path[0] not in SlurmOptions.model_fields:
+            raise ConfigError(f"unknown slurm option {'.'.join(path)!r}; allowed: {', '.join(SlurmOptions.model_fields)}")
+        values[path[0]] = value
+    try:
+        slurm = SlurmOptions.model_validate(values)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ConfigError(f"bad slurm option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return options.model_copy(update={"slurm": slurm})
+
+
+class ExecutorOptions(_Strict):
+    """Which executor runs the sweep and how."""
+
+    kind: Literal["local", "slurm"] = "local"
+    workers: int | None = Field(None, ge=1, description="local: worker processes (default: CPU cores)")
+    threads: int | None = Field(None, ge=1, description="torch threads per run (default: cores // workers)")
+    slurm: SlurmOptions = Field(default_factory=SlurmOptions)
 
 
 class ExecutorError(RuntimeError):
@@ -74,7 +123,7 @@ class Executor(Protocol):
 
 
 def read_status(run_dir: Path) -> dict:
-    path = Path(run_dir) / STATUS_FILE
+    path = RunFolder(run_dir).status
     try:
         return read_json(path) if path.is_file() else {}
     except ValueError:
@@ -85,7 +134,7 @@ def write_status(run_dir: Path, state: str, **fields) -> None:
     if state not in STATES:
         raise ValueError(f"unknown run state {state!r}")
     old = read_status(run_dir)
-    write_json(Path(run_dir) / STATUS_FILE, {**old, "state": state, **fields})
+    write_json(RunFolder(run_dir).status, {**old, "state": state, **fields})
 
 
 def run_state(run_dir: Path) -> tuple[str, str | None]:
@@ -96,7 +145,7 @@ def run_state(run_dir: Path) -> tuple[str, str | None]:
     """
     run_dir = Path(run_dir)
     status = read_status(run_dir)
-    if (run_dir / "summary.json").is_file():
+    if RunFolder(run_dir).is_complete():
         return "done", None
     state = status.get("state", "pending")
     if state == "done":  # a status without summary: treat as interrupted
@@ -133,6 +182,7 @@ def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
     from conceptlab.experiments.runner import run_experiment
 
     run_dir = Path(run_dir)
+    folder = RunFolder(run_dir)
     if threads:
         torch.set_num_threads(threads)
     old = read_status(run_dir)
@@ -148,12 +198,12 @@ def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
         error=None,
     )
     try:
-        cfg = load_config(str(run_dir / "config.yaml"))
-        with (run_dir / "run.log").open("a") as log:
+        cfg = load_config(str(folder.config))
+        with folder.run_log.open("a") as log:
             console = Console(file=log, width=120, force_terminal=False)
             run_experiment(cfg, run_dir, progress=False, console=console)
     except Exception as err:  # recorded, not raised: one failed run must not stop the sweep
-        with (run_dir / "run.log").open("a") as log:
+        with folder.run_log.open("a") as log:
             log.write(traceback.format_exc())
         write_status(run_dir, "failed", error=_last_line(err), finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
         return RunOutcome(run_dir.name, "failed", _last_line(err))
@@ -199,7 +249,7 @@ class LocalExecutor:
         console = console or Console()
         if not tasks:
             return []
-        self._prepare_probes(tasks, progress)
+        self._prepare_shared(tasks, progress)
         outcomes: dict[str, RunOutcome] = {}
         todo = list(tasks)
         with progress_bar(console, progress) as bar:
@@ -257,20 +307,16 @@ class LocalExecutor:
         bar.update(job, completed=len(outcomes), info=f"{len(outcomes) - failed} done, {failed} failed")
 
     @staticmethod
-    def _prepare_probes(tasks: list[RunTask], progress: bool) -> None:
-        """Train each distinct concept probe of `shapes` runs once, before the workers start (they then all load it).
-        Other data kinds read their generations without the concept probe."""
-        from conceptlab.probes.concept_classifier import load_or_train_probe
-
+    def _prepare_shared(tasks: list[RunTask], progress: bool) -> None:
+        """Let each run's study build its shared cached resources once (e.g. the concept probe of `shapes` runs),
+        before the workers start and all load them; runs with the same resources are prepared once."""
         seen = set()
         for task in tasks:
             cfg = task.config
-            if cfg.data.kind != "shapes":
-                continue
-            key = (cfg.eval.probe.model_dump_json(), tuple(cfg.data.concepts), cfg.data.image_size)
+            key = (cfg.data.model_dump_json(), cfg.eval.model_dump_json())
             if key not in seen:
                 seen.add(key)
-                load_or_train_probe(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size, progress=progress)
+                study_for(cfg.data.kind).prepare_shared(cfg, progress)
 
 
 # ---------------------------------------------------------------- SLURM
@@ -315,8 +361,6 @@ class SlurmExecutor:
     name = "slurm"
 
     def __init__(self, folder: Path, options=None, wait: bool = True, poll_s: float = 2.0):
-        from conceptlab.experiments.sweep import SlurmOptions
-
         self.options = options or SlurmOptions()
         self.folder = Path(folder)
         self.wait = wait
@@ -387,14 +431,14 @@ class SlurmExecutor:
     @staticmethod
     def _finished(task: RunTask, job_id: str, queued: set[str] | None) -> RunOutcome | None:
         status = read_status(task.run_dir)
-        if status.get("state") == "done" and (task.run_dir / "summary.json").is_file():
+        if status.get("state") == "done" and RunFolder(task.run_dir).is_complete():
             return RunOutcome(task.run_id, "done")
         if status.get("state") == "failed":
             return RunOutcome(task.run_id, "failed", status.get("error"))
         if queued is None or job_id in queued:
             return None
         status = read_status(task.run_dir)  # it left the queue: read once more (it may have just finished)
-        if (task.run_dir / "summary.json").is_file():
+        if RunFolder(task.run_dir).is_complete():
             return RunOutcome(task.run_id, "done")
         if status.get("state") == "failed":
             return RunOutcome(task.run_id, "failed", status.get("error"))
@@ -421,8 +465,6 @@ def squeue_ids(array_ids: list[str]) -> set[str] | None:
 
 def make_executor(kind: str, sweep_root: Path, options=None, workers: int | None = None, wait: bool = True) -> Executor:
     """The executor named `kind` configured from the spec's executor options (and CLI overrides)."""
-    from conceptlab.experiments.sweep import ExecutorOptions
-
     options = options or ExecutorOptions()
     if kind == "local":
         return LocalExecutor(workers or options.workers, options.threads)

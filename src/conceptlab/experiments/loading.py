@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
 
-from conceptlab.experiments.config import DATA_CONFIGS, RunConfig
+if TYPE_CHECKING:
+    from conceptlab.experiments.config import RunConfig
 
 
 class ConfigError(ValueError):
@@ -110,26 +111,36 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return key.split("."), value
 
 
+def set_key(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set dotted `key` (e.g. `train.steps`) to `value` in the nested dict `data`, creating missing sections (each
+    section on the way is copied, so dicts shared with the caller are not changed); ConfigError when a prefix of
+    the key is a value, not a section. The one override walk (`key=value` overrides and sweep axes)."""
+    path = key.split(".")
+    node = data
+    for depth, part in enumerate(path[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        elif not isinstance(child, dict):
+            where = ".".join(path[: depth + 1])
+            raise ConfigError(f"cannot set {key}: {where} is a value, not a section")
+        else:
+            child = node[part] = dict(child)
+        node = child
+    node[path[-1]] = value
+
+
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     out = deep_merge({}, data)
     for text in overrides:
         path, value = parse_override(text)
-        node = out
-        for depth, part in enumerate(path[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            elif not isinstance(child, dict):
-                where = ".".join(path[: depth + 1])
-                raise ConfigError(f"cannot set {'.'.join(path)}: {where} is a value, not a section")
-            else:
-                child = node[part] = dict(child)
-            node = child
-        node[path[-1]] = value
+        set_key(out, ".".join(path), value)
     return out
 
 
 def validate(data: dict[str, Any]) -> RunConfig:
+    from conceptlab.experiments.config import RunConfig  # the studies' sections: imported when first validating
+
     try:
         return RunConfig.model_validate(data)
     except ValidationError as err:
@@ -139,12 +150,12 @@ def validate(data: dict[str, Any]) -> RunConfig:
 def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
     first = err.errors()[0]
     loc = [str(p) for p in first["loc"]]
-    if len(loc) >= 2 and loc[0] == "data" and loc[1] in DATA_CONFIGS:
-        loc = loc[:1] + loc[2:]  # drop the union tag: data.bumps.sigma → data.sigma
     key = ".".join(loc) if loc else "config"
     kind = first["type"]
     if kind == "extra_forbidden":
-        section = _section_model(loc[:-1], data)
+        from conceptlab.experiments.config import section_model
+
+        section = section_model(loc[:-1], data)
         allowed = ", ".join(section.model_fields) if section is not None else "?"
         return f"unknown config key {key!r}; allowed here: {allowed}"
     msg = first["msg"]
@@ -156,26 +167,6 @@ def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
     if isinstance(bad, dict):
         return f"config error at {key}: {msg}"
     return f"bad value for {key}: {bad!r} ({msg})"
-
-
-def _section_model(loc: list[str], data: dict[str, Any]):
-    model = RunConfig
-    for depth, part in enumerate(loc):
-        if depth == 0 and part == "data":
-            section = data.get("data")
-            kind = section.get("kind", "shapes") if isinstance(section, dict) else "shapes"
-            model = DATA_CONFIGS.get(kind)
-            if model is None:
-                return None
-            continue
-        field = model.model_fields.get(part)
-        if field is None:
-            return None
-        annotation = field.annotation
-        if not (isinstance(annotation, type) and hasattr(annotation, "model_fields")):
-            return None
-        model = annotation
-    return model
 
 
 def load_config(source: str, overrides: list[str] | None = None) -> RunConfig:

@@ -33,19 +33,23 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from conceptlab.experiments.config import RunConfig, config_hash
+from conceptlab.config_base import config_hash
+from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_state
 from conceptlab.experiments.loading import (
     ConfigError,
     config_to_yaml,
     load_config,
+    set_key,
     validate,
 )
 from conceptlab.store.files import read_json, write_json, write_text
+from conceptlab.store.run_folder import RunFolder
 
 MANIFEST = "manifest.json"
 SPEC_COPY = "sweep.yaml"
@@ -54,52 +58,6 @@ SEED_KEYS = {"data_seed": "data.data_seed", "train_seed": "train.train_seed"}
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class SlurmOptions(_Strict):
-    """Options of the `slurm` executor (submitit job arrays)."""
-
-    partition: str | None = None
-    time_min: int = Field(60, ge=1, description="wall-time limit per task; on timeout the task is requeued")
-    gpus_per_task: int = Field(0, ge=0)
-    cpus_per_task: int = Field(1, ge=1)
-    mem_gb: float = Field(2.0, gt=0)
-    array_parallelism: int = Field(64, ge=1, description="tasks of the array running at once")
-    max_requeue: int = Field(3, ge=0, description="requeues after timeout / preemption")
-    signal_delay_s: int = Field(60, ge=1, description="seconds between the warning signal and the kill")
-    account: str | None = None
-    qos: str | None = None
-    setup: list[str] = Field(default_factory=list, description="shell lines run before each task")
-
-
-def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "ExecutorOptions":
-    """`options` with `key=value` settings (e.g. `partition=gpu`, `time_min=240`) applied to its slurm options;
-    an unknown key or bad value raises `ConfigError` in one line."""
-    from pydantic import ValidationError
-
-    from conceptlab.experiments.loading import ConfigError, parse_override
-
-    values = options.slurm.model_dump()
-    for text in settings:
-        path, value = parse_override(text)
-        if len(path) != 1 or path[0] not in SlurmOptions.model_fields:
-            raise ConfigError(f"unknown slurm option {'.'.join(path)!r}; allowed: {', '.join(SlurmOptions.model_fields)}")
-        values[path[0]] = value
-    try:
-        slurm = SlurmOptions.model_validate(values)
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise ConfigError(f"bad slurm option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    return options.model_copy(update={"slurm": slurm})
-
-
-class ExecutorOptions(_Strict):
-    """Which executor runs the sweep and how."""
-
-    kind: Literal["local", "slurm"] = "local"
-    workers: int | None = Field(None, ge=1, description="local: worker processes (default: CPU cores)")
-    threads: int | None = Field(None, ge=1, description="torch threads per run (default: cores // workers)")
-    slurm: SlurmOptions = Field(default_factory=SlurmOptions)
 
 
 class SweepSpec(_Strict):
@@ -315,16 +273,7 @@ def expand(source: str, overrides: list[str] | None = None, root: Path | None = 
 def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
     data = json.loads(json.dumps(base))
     for key, value in values.items():
-        parts = key.split(".")
-        node = data
-        for depth, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            elif not isinstance(child, dict):
-                raise ConfigError(f"cannot set {key}: {'.'.join(parts[: depth + 1])} is a value, not a section")
-            node = child
-        node[parts[-1]] = value
+        set_key(data, key, value)
     return validate(data)
 
 
@@ -346,8 +295,8 @@ def write_manifest(sweep: Sweep) -> Path:
     }
     for run in sweep.runs:
         folder = run.directory(sweep.root)
-        if not (folder / "config.yaml").is_file():
-            write_text(folder / "config.yaml", config_to_yaml(run.config))
+        if not RunFolder(folder).config.is_file():
+            write_text(RunFolder(folder).config, config_to_yaml(run.config))
     return write_json(sweep.root / MANIFEST, manifest)
 
 
@@ -360,7 +309,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
 
 def is_complete(run_dir: Path) -> bool:
     """A run is complete once its summary.json is written (the run driver writes it last)."""
-    return (Path(run_dir) / "summary.json").is_file()
+    return RunFolder(run_dir).is_complete()
 
 
 def pending_runs(sweep: Sweep) -> list[SweepRun]:
@@ -378,8 +327,6 @@ def sweep_root_of(target: str) -> Path:
 
 def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> dict[str, Any]:
     """Write the manifest, run every incomplete run with `executor`; returns counts and the failures."""
-    from conceptlab.experiments.executors import RunTask
-
     write_manifest(sweep)
     todo = pending_runs(sweep)
     tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
@@ -395,8 +342,6 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> di
 
 def sweep_status(root: Path) -> list[dict[str, Any]]:
     """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), last error."""
-    from conceptlab.experiments.executors import run_state
-
     manifest = read_manifest(root)
     rows = []
     for entry in manifest["runs"]:

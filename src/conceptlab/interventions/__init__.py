@@ -6,13 +6,13 @@ Built in: `NaivePrompting`, `OverPrompting`, `LinearLatentIntervention`,
 `evaluate_interventions` samples all of them in as few passes as possible and
 scores them with the concept probe. Your own intervention is any object with a
 `name` and `variants(target, context)`; pass it in the list, nothing else
-changes. `build_interventions(cfg)` builds the list a run's
-`eval.interventions` config asks for.
+changes; or name it in a config (`eval.interventions.custom`, by import path).
+`build_interventions(cfg)` builds the list a run's `eval.interventions` config
+asks for (`interventions.config`).
 """
 
 from __future__ import annotations
 
-from conceptlab.experiments.config import InterventionsConfig
 from conceptlab.interventions.base import (
     Intervention,
     InterventionContext,
@@ -27,6 +27,7 @@ from conceptlab.interventions.evaluate import (
     sample_variants,
     score_images,
 )
+from conceptlab.interventions.config import InterventionsConfig, build_interventions
 from conceptlab.interventions.guidance import ClassifierFreeGuidance
 from conceptlab.interventions.latent import EmbedderPatching, LinearLatentIntervention
 from conceptlab.interventions.prompting import NaivePrompting, OverPrompting
@@ -37,6 +38,7 @@ __all__ = [
     "Intervention",
     "InterventionContext",
     "InterventionError",
+    "InterventionsConfig",
     "LatentEdit",
     "LinearLatentIntervention",
     "NaivePrompting",
@@ -49,22 +51,3 @@ __all__ = [
     "sample_variants",
     "score_images",
 ]
-
-
-def build_interventions(cfg: InterventionsConfig) -> list[Intervention]:
-    """The interventions `cfg` enables, naive prompting first."""
-    out: list[Intervention] = []
-    if cfg.naive:
-        out.append(NaivePrompting())
-    if cfg.over_prompting is not None:
-        out.append(OverPrompting(tuple(cfg.over_prompting.concepts), tuple(cfg.over_prompting.scales)))
-    if cfg.linear is not None:
-        lin = cfg.linear
-        sites = tuple(lin.sites) if lin.sites is not None else None
-        out.append(LinearLatentIntervention(tuple(lin.boost), tuple(lin.suppress), lin.alphas, lin.betas, sites))
-    if cfg.patching is not None:
-        sites = tuple(cfg.patching.sites) if cfg.patching.sites is not None else None
-        out.append(EmbedderPatching(sites))
-    if cfg.cfg is not None:
-        out.append(ClassifierFreeGuidance(tuple(cfg.cfg.scales)))
-    return out

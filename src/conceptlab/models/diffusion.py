@@ -25,12 +25,10 @@ Implemented:
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
 from torch import Tensor, nn
-
-from conceptlab.experiments.config import DiffusionConfig
 
 Network = Callable[[Tensor, Tensor, Tensor], Tensor]
 
@@ -177,25 +175,3 @@ class CosineDiffusion(DiffusionProcess):
             target = eps
         total = (out - target).pow(2).mean()
         return total, {"loss": total.detach()}
-
-
-def build_process(
-    cfg: DiffusionConfig, attribute_sizes: Sequence[int] | None = None, null_value: float = 0.0
-) -> DiffusionProcess:
-    """The process `cfg.process` names; `attribute_sizes`/`null_value` serve the VE process's attribute dropout."""
-    if cfg.process == "vdm":
-        return VariationalDiffusion(cfg.gamma_min, cfg.gamma_max, cfg.learn_schedule)
-    if cfg.process == "cosine":
-        return CosineDiffusion(cfg.prediction, cfg.logsnr_min, cfg.logsnr_max)
-    if cfg.process == "ddpm":
-        from conceptlab.models.ddpm import build_ddpm
-
-        return build_ddpm(cfg.ddpm_steps, cfg.ddpm_schedule, cfg.ddpm_beta_start, cfg.ddpm_beta_end, cfg.ddpm_cosine_offset)
-    if cfg.process == "ve":
-        from conceptlab.models.variance_exploding import VarianceExploding
-
-        # without attribute_sizes the whole prompt is one block (dropped or kept as a whole)
-        return VarianceExploding(
-            cfg.sigma_min, cfg.sigma_max, cfg.prediction, cfg.label_dropout, attribute_sizes, null_value
-        )
-    raise ValueError(f"unknown diffusion process {cfg.process!r}")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from conceptlab.experiments.config import DiffusionConfig, ModelConfig
-from conceptlab.models.diffusion import DiffusionProcess, build_process
+from conceptlab.models.diffusion import DiffusionProcess
+from conceptlab.models.encodings import SinusoidalEncoding
+from conceptlab.models.processes import DiffusionConfig, build_process
 from conceptlab.models.sampling import ancestral_sample
+from conceptlab.models.unet import ConceptUNet, ModelConfig
 
 
 class DiffusionModel(nn.Module):
@@ -51,12 +53,8 @@ def build_model(
     `attribute_sizes` (one-hot prompt blocks) lets a VE process drop attributes one by one; `null_value` is the
     prompt value of a dropped label (sinusoidal encodings map all-null rows to zero features).
     """
-    from conceptlab.models.unet import ConceptUNet
-
     encoder = None
     if model_cfg.prompt_encoding == "sinusoidal":
-        from conceptlab.models.encodings import SinusoidalEncoding
-
         encoder = SinusoidalEncoding(
             prompt_dim,
             model_cfg.prompt_frequencies,

@@ -3,13 +3,58 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field, model_validator
 from torch import nn
 
-from conceptlab.experiments.config import ModelConfig
+from conceptlab.config_base import StrictConfig
 from conceptlab.hooks.hook_point import HookPoint, name_hook_points
+
+
+class ModelConfig(StrictConfig):
+    """Conditional UNet with named hook points (see `models.unet`)."""
+
+    widths: list[int] = Field(default_factory=lambda: [64, 128, 256], min_length=1)
+    blocks_per_level: int = Field(2, ge=1)
+    mid_attention: bool = True
+    attention_heads: int = Field(4, ge=1)
+    norm_groups: int = Field(8, ge=1)
+    dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    pixel_unshuffle: int = Field(1, ge=1, description="space-to-depth factor applied to the input (1 = off)")
+    concept_embedder: Literal["per_block", "shared"] = Field(
+        "per_block", description="per_block: a small MLP per ResBlock (the paper); shared: one MLP for all blocks"
+    )
+    prompt_shift: float = Field(0.0, description="prompt entries are mapped to (p - prompt_shift) * prompt_scale")
+    prompt_scale: float = Field(1.0, gt=0.0)
+    prompt_encoding: Literal["raw", "sinusoidal"] = Field(
+        "raw", description="raw: the (shifted, scaled) prompt; sinusoidal: sin/cos features of each entry"
+    )
+    prompt_frequencies: int = Field(8, ge=1, description="sinusoidal: frequencies per prompt entry")
+    prompt_period: float | None = Field(
+        None, gt=0.0, description="sinusoidal: period of each entry (periodic data, e.g. the canvas width)"
+    )
+    prompt_min_wavelength: float = Field(2.0, gt=0.0, description="sinusoidal, non-periodic: shortest wavelength")
+    prompt_max_wavelength: float = Field(64.0, gt=0.0, description="sinusoidal, non-periodic: longest wavelength")
+    prompt_include_raw: bool = Field(False, description="sinusoidal: also pass the raw entries")
+
+    @model_validator(mode="after")
+    def _groups_divide(self) -> "ModelConfig":
+        for w in self.widths:
+            if w % self.norm_groups:
+                raise ValueError(f"every width must be divisible by norm_groups={self.norm_groups}, got {w}")
+        if self.mid_attention and self.widths[-1] % self.attention_heads:
+            raise ValueError(f"last width {self.widths[-1]} not divisible by attention_heads={self.attention_heads}")
+        return self
+
+
+def check_image_size(image_size: int, cfg: ModelConfig) -> None:
+    """ValueError unless `image_size` survives the UNet's downsampling: divisible by 2^(levels−1)·pixel_unshuffle."""
+    factor = 2 ** (len(cfg.widths) - 1) * cfg.pixel_unshuffle
+    if image_size % factor:
+        raise ValueError(f"data.image_size {image_size} must be divisible by 2^(levels-1)·pixel_unshuffle = {factor}")
 
 
 def count_parameters(model: nn.Module) -> int:

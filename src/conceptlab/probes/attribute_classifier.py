@@ -20,11 +20,12 @@ from typing import Mapping
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
-from conceptlab.experiments.config import config_hash
+from conceptlab.config_base import config_hash
 from conceptlab.probes.concept_classifier import default_cache_dir
+from conceptlab.probes.trunk import PooledConvClassifier
 from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
 
 CLASSIFIER_VERSION = 1  # bump when the training data or architecture change, so cached classifiers are retrained
@@ -91,26 +92,13 @@ def num_classes(attribute: str) -> int:
     return FACTOR_SIZES[FACTORS.index(attribute)]
 
 
-class AttributeClassifier(nn.Module):
-    """Three conv stages + global average/max pooling, then one head per attribute (logits over its levels)."""
+class AttributeClassifier(PooledConvClassifier):
+    """The shared classifier trunk (`probes.trunk`) with one head per attribute (logits over its levels)."""
 
     def __init__(self, attributes: tuple[str, ...] | list[str], width: int = 16) -> None:
-        super().__init__()
-        self.attributes, self.width = check_attributes(attributes), width
-
-        def stage(c_in: int, c_out: int) -> nn.Sequential:
-            return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU())
-
-        self.features = nn.Sequential(
-            stage(3, width), nn.MaxPool2d(2), stage(width, 2 * width), nn.MaxPool2d(2), stage(2 * width, 2 * width)
-        )
-        self.trunk = nn.Sequential(nn.Linear(4 * width, 4 * width), nn.ReLU())
-        self.heads = nn.ModuleDict({a: nn.Linear(4 * width, num_classes(a)) for a in self.attributes})
-
-    def forward(self, images: Tensor) -> dict[str, Tensor]:
-        h = self.features((images - 0.5).contiguous(memory_format=torch.channels_last))  # faster on CPU
-        h = self.trunk(torch.cat([h.mean((2, 3)), h.amax((2, 3))], 1))
-        return {a: head(h) for a, head in self.heads.items()}
+        attributes = check_attributes(attributes)
+        super().__init__({a: num_classes(a) for a in attributes}, width)
+        self.attributes = attributes
 
 
 def random_factors(

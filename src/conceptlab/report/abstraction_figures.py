@@ -1,6 +1,6 @@
 """Figure of latent abstractions: the commitment measures along generation time τ, one panel per measure.
 
-Takes the tidy tables of `experiments.abstractions_stage` (`abstractions.parquet` and `commitment.parquet`, one
+Takes the tidy tables of `studies.abstractions` (`abstractions.parquet` and `commitment.parquet`, one
 checkpoint) and returns a matplotlib Figure; nothing here reads or writes files.
 """
 

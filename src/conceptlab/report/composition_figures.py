@@ -2,7 +2,7 @@
 representation cloud in its top PCs, its persistence barcode, and generations per region over training.
 
 Every function takes tables / arrays and returns a matplotlib Figure; saving is the caller's job
-(`experiments.composition_stage`).
+(`studies.factorization`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Samples per variant use `report.figures.plot_samples` (one column per variant).
 
-All functions take tidy tables (as written by `experiments.emergence_stage`)
+All functions take tidy tables (as written by `studies.emergence`)
 and return matplotlib Figures; nothing here reads or writes files.
 """
 

@@ -1,17 +1,19 @@
 """Results store: a DuckDB index over every run folder under a root, queried with SQL into pandas DataFrames.
 
 The files are the source of truth. Opening a store scans the root for run folders
-(any folder holding a `config.yaml`; hidden folders are skipped) and builds, in an
-embedded in-memory DuckDB database:
+(any folder holding a `config.yaml`; hidden folders are skipped; the layout is
+`store.run_folder.RunFolder`'s) and builds, in an embedded in-memory DuckDB database:
 
 - `runs`: one row per run folder — `run_id` (the folder's path relative to the root),
   `status`, the config flattened into columns (`data.color_separation` →
   `data_color_separation`, `train.train_seed` → `train_train_seed`, ...), and the summary's
   scalars (`concept_signal_color`, `learning_time_train_color`, `final_step`, ...).
 - views over the per-run Parquet tables, each the union of every run's file with a
-  `run_id` column first: `concept_space`, `learning_times`, `interventions`, `emergence`,
-  `eval_steps` (the
-  per-checkpoint `eval/step_*.parquet`, so unfinished runs are queryable too).
+  `run_id` column first: the built-in studies' `concept_space`, `learning_times`,
+  `interventions`, `emergence`, `composition`, `geometry`, `abstractions`, `commitment`
+  (always defined, empty where no run has one), any other run-level `<name>.parquet`
+  a study writes (a plug-in's tables are queryable without registering them here), and
+  `eval_steps` (the per-checkpoint `eval/step_*.parquet`, so unfinished runs are queryable too).
 
 Writers never touch the index: each run writes its own files atomically (temp + rename),
 so any number of pool workers or SLURM tasks can write while stores are opened, and a
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 import yaml
+
+from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder
 
 TABLES = {
     "concept_space": "concept_space.parquet",
@@ -42,7 +47,8 @@ TABLES = {
     "commitment": "commitment.parquet",  # shapes3d runs: commitment τ per measure × attribute
 }
 EVAL_TABLE = "eval_steps"
-_SKIP_DIRS = {"checkpoints", "eval", "figures", "interventions", "composition", "geometry", "abstractions", "__pycache__", "node_modules"}
+_SKIP_DIRS = INNER_FOLDERS | {"__pycache__", "node_modules"}
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -55,7 +61,7 @@ def find_run_dirs(root: Path) -> list[Path]:
     root = Path(root)
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        if "config.yaml" in filenames:
+        if CONFIG in filenames:
             found.append(Path(dirpath))
             dirnames[:] = []
             continue
@@ -86,9 +92,10 @@ def _read(path: Path, parse) -> Any:
 
 def run_row(root: Path, run_dir: Path) -> dict[str, Any]:
     """The `runs` row of one run folder: id, status, flattened config, summary scalars."""
-    config = _read(run_dir / "config.yaml", lambda t: yaml.load(t, Loader=_Loader)) or {}
-    summary = _read(run_dir / "summary.json", json.loads)
-    status = _read(run_dir / "status.json", json.loads) or {}
+    folder = RunFolder(run_dir)
+    config = _read(folder.config, lambda t: yaml.load(t, Loader=_Loader)) or {}
+    summary = _read(folder.summary, json.loads)
+    status = _read(folder.status, json.loads) or {}
     state = "done" if summary is not None else status.get("state", "incomplete")
     if state == "done" and summary is None:
         state = "incomplete"
@@ -132,10 +139,15 @@ class RunStore:
         self.con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_df")
         self.con.unregister("_runs_df")
         ids = {str(d): r["run_id"] for d, r in zip(run_dirs, rows)}
-        for view, name in TABLES.items():
+        self.tables = dict(TABLES)
+        for d in run_dirs:  # run-level tables of other studies (e.g. plug-ins)
+            for path in sorted(d.glob("*.parquet")):
+                if _TABLE_NAME.match(path.stem) and path.stem not in (*self.tables, EVAL_TABLE, "runs"):
+                    self.tables[path.stem] = path.name
+        for view, name in self.tables.items():
             files = {str(d / name): ids[str(d)] for d in run_dirs if (d / name).is_file()}
             self._view(view, files)
-        eval_files = {str(p): ids[str(d)] for d in run_dirs for p in sorted((d / "eval").glob("step_*.parquet"))}
+        eval_files = {str(p): ids[str(d)] for d in run_dirs for _, p in RunFolder(d).step_files("eval")}
         self._view(EVAL_TABLE, eval_files)
 
     def _view(self, view: str, files: dict[str, str]) -> None:
@@ -168,8 +180,8 @@ class RunStore:
         return self.query("SELECT * FROM runs ORDER BY run_id")
 
     def table(self, name: str) -> pd.DataFrame:
-        if name not in (*TABLES, EVAL_TABLE, "runs"):
-            raise StoreError(f"unknown table {name!r}; tables: runs, {', '.join(TABLES)}, {EVAL_TABLE}")
+        if name not in (*self.tables, EVAL_TABLE, "runs"):
+            raise StoreError(f"unknown table {name!r}; tables: runs, {', '.join(self.tables)}, {EVAL_TABLE}")
         return self.query(f"SELECT * FROM {name}")
 
     def save(self, path: Path) -> Path:
@@ -181,9 +193,9 @@ class RunStore:
         os.unlink(tmp)
         try:
             self.con.execute(f"ATTACH {_sql_str(tmp)} AS out")
-            for name in ("runs", *(f"_{v}_files" for v in (*TABLES, EVAL_TABLE))):
+            for name in ("runs", *(f"_{v}_files" for v in (*self.tables, EVAL_TABLE))):
                 self.con.execute(f"CREATE TABLE out.{name} AS SELECT * FROM {name}")
-            for view in (*TABLES, EVAL_TABLE):
+            for view in (*self.tables, EVAL_TABLE):
                 (sql,) = self.con.execute(
                     "SELECT sql FROM duckdb_views() WHERE view_name = ? AND database_name = 'memory'", [view]
                 ).fetchone()

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from safetensors import safe_open
 
-from conceptlab.experiments.config import TrainConfig
+from conceptlab.train.config import TrainConfig
 from conceptlab.store.files import read_json, read_tensors, write_json, write_tensors
 
 _STEP_FILE = re.compile(r"step_(\d+)\.safetensors$")
@@ -48,12 +48,24 @@ def save_checkpoint(folder: Path, step: int, tensors: dict[str, torch.Tensor], s
     return path
 
 
-def load_checkpoint(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+class CheckpointMismatchError(ValueError):
+    """A checkpoint that was not trained with this run's config."""
+
+
+def load_checkpoint(path: Path, expected_hash: str | None = None) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(tensors, sidecar) of a checkpoint; with `expected_hash`, CheckpointMismatchError unless the sidecar's config
+    hash is that one (a checkpoint copied in from another run is refused, not evaluated as this run's)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     sidecar = path.with_suffix(".json")
-    return read_tensors(path), (read_json(sidecar) if sidecar.is_file() else {})
+    meta = read_json(sidecar) if sidecar.is_file() else {}
+    saved = meta.get("config_hash")
+    if expected_hash is not None and saved is not None and saved != expected_hash:
+        raise CheckpointMismatchError(
+            f"checkpoint {path} was trained with a different config (hash {saved}, this run {expected_hash})"
+        )
+    return read_tensors(path), meta
 
 
 def list_checkpoints(folder: Path) -> list[tuple[int, Path]]:

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from conceptlab.data.labelled import unit_float
-from conceptlab.experiments.config import TrainConfig
+from conceptlab.train.config import TrainConfig
 from conceptlab.train.precision import autocast, resolve_bf16
 from conceptlab.train.checkpoints import (
     checkpoint_schedule,

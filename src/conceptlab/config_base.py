@@ -1,0 +1,36 @@
+"""The base of every typed config section (strict pydantic: unknown keys and ill-typed values are errors) and the
+stable hash of a config.
+
+Each section lives beside the code that reads it (`data/`, `models/`, `train/`, `probes/`, `interventions/`, and
+the studies' evaluation sections); `experiments.config.RunConfig` composes them. This module imports nothing from
+the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict
+
+
+class StrictConfig(BaseModel):
+    """Base of every config section: unknown keys are errors, assignments are validated."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class DataSection(StrictConfig):
+    """Base of every `data` section: `kind` names the data-generating process (and so the study that evaluates it).
+
+    A data section also has `null_value` (the prompt value of a dropped label, used by classifier-free-guidance
+    dropout in training) and `data_seed`; each data kind sets their defaults.
+    """
+
+    kind: str
+
+
+def config_hash(obj: dict) -> str:
+    """Stable short hash of a JSON-able dict."""
+    blob = json.dumps(obj, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]

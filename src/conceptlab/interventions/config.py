@@ -1,0 +1,139 @@
+"""The `eval.interventions` config section and `build_interventions`: the interventions a run evaluates.
+
+Built in: naive prompting, over-prompting, the linear latent intervention, embedder patching and classifier-free
+guidance, each switched on by its subsection; `custom` adds your own by import path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_serializer, model_validator
+
+from conceptlab.config_base import StrictConfig
+from conceptlab.data.shapes import Concept
+from conceptlab.interventions.base import Intervention
+from conceptlab.interventions.guidance import ClassifierFreeGuidance
+from conceptlab.interventions.latent import EmbedderPatching, LinearLatentIntervention
+from conceptlab.interventions.prompting import NaivePrompting, OverPrompting
+from conceptlab.plugins import PluginError, require, resolve
+
+
+class OverPromptingConfig(StrictConfig):
+    """Prompts pushed beyond the target value along concepts, in units of the concept's separation."""
+
+    concepts: list[Concept] = Field(default_factory=lambda: ["color"], min_length=1)
+    scales: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0], min_length=1)
+
+
+class LinearInterventionConfig(StrictConfig):
+    """Shift every concept embedding by α·Δ(boosted concepts) + β·Δ(suppressed concepts)."""
+
+    boost: list[Concept] = Field(default_factory=lambda: ["color"])
+    suppress: list[Concept] = Field(default_factory=lambda: ["size"])
+    alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 2.0], min_length=1)
+    betas: list[float] = Field(default_factory=lambda: [0.1], min_length=1)
+    sites: list[str] | None = Field(None, description="hook_concept sites to edit (default: all)")
+
+
+class PatchingConfig(StrictConfig):
+    """Concept embeddings taken from a reference checkpoint of the same run."""
+
+    source: Literal["final"] | int = Field("final", description="'final' or the step of a checkpoint of this run")
+    sites: list[str] | None = Field(None, description="hook_concept sites to patch (default: all)")
+
+
+class GuidanceConfig(StrictConfig):
+    """Classifier-free guidance scales w (needs diffusion.cfg_dropout > 0)."""
+
+    scales: list[float] = Field(default_factory=lambda: [1.0, 3.0], min_length=1)
+
+
+class CustomInterventionConfig(StrictConfig):
+    """Your own intervention: `path` (`package.module:Name`) names a class or factory, called with `options` as
+    keyword arguments; it must return an object with a `name` and `variants(target, context)` (see
+    `interventions.base.Intervention`). Checked when the config is loaded."""
+
+    path: str = Field(description="import path package.module:Name of the intervention class or factory")
+    options: dict[str, Any] = Field(default_factory=dict, description="keyword arguments it is built with")
+
+    @model_validator(mode="after")
+    def _builds(self) -> "CustomInterventionConfig":
+        self.build()
+        return self
+
+    def build(self) -> Intervention:
+        """The intervention object (PluginError, one line, when the path or the object's interface is wrong)."""
+        factory = resolve(self.path, "intervention")
+        if not callable(factory):
+            raise PluginError(f"intervention {self.path!r} is not a class or factory")
+        try:
+            obj = factory(**self.options)
+        except TypeError as err:
+            raise PluginError(f"intervention {self.path!r} cannot be built with options {self.options}: {err}") from None
+        return require(obj, self.path, "intervention", ("name",), ("variants",))
+
+
+class InterventionsConfig(StrictConfig):
+    """Hidden-capability evaluation: interventions on target classes at every (k-th) checkpoint."""
+
+    targets: list[str] | None = Field(None, description="class codes to elicit (default: the held-out classes)")
+    naive: bool = True
+    over_prompting: OverPromptingConfig | None = Field(default_factory=OverPromptingConfig)
+    linear: LinearInterventionConfig | None = Field(default_factory=LinearInterventionConfig)
+    patching: PatchingConfig | None = Field(default_factory=PatchingConfig)
+    cfg: GuidanceConfig | None = None
+    samples: int = Field(32, ge=1, description="images per variant and checkpoint")
+    every: int = Field(1, ge=1, description="evaluate every k-th checkpoint (the last one always)")
+    threshold: float = Field(0.5, gt=0.0, lt=1.0, description="score an intervention must reach to count")
+    stay: int = Field(2, ge=1, description="checkpoints the score must stay above threshold")
+    confidence: bool = Field(True, description="detect emergence on the Wilson lower bound, not the point value")
+    max_batch: int = Field(512, ge=1, description="images per sampling pass")
+    seed: int = Field(1, ge=0)
+    custom: list[CustomInterventionConfig] = Field(
+        default_factory=list, description="your own interventions, by import path (left out of the saved config when empty)"
+    )
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _codes_as_strings(cls, v):
+        """YAML reads a code such as 11 as an int; RunConfig pads it to one digit per concept."""
+        return [str(c) if isinstance(c, int) else c for c in v] if isinstance(v, list) else v
+
+    @model_validator(mode="after")
+    def _distinct_custom_names(self) -> "InterventionsConfig":
+        taken = {"naive", "over_prompting", "linear", "patching", "cfg"}
+        for custom in self.custom:
+            name = custom.build().name
+            if name in taken:
+                raise ValueError(f"custom intervention {custom.path} is named {name!r}, which another intervention uses")
+            taken.add(name)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_custom(self, handler):
+        """Configs without custom interventions dump exactly as before they existed (same run ids)."""
+        data = handler(self)
+        if not self.custom and isinstance(data, dict):
+            data.pop("custom", None)
+        return data
+
+
+def build_interventions(cfg: InterventionsConfig) -> list[Intervention]:
+    """The interventions `cfg` enables, naive prompting first, custom ones last (in their listed order)."""
+    out: list[Intervention] = []
+    if cfg.naive:
+        out.append(NaivePrompting())
+    if cfg.over_prompting is not None:
+        out.append(OverPrompting(tuple(cfg.over_prompting.concepts), tuple(cfg.over_prompting.scales)))
+    if cfg.linear is not None:
+        lin = cfg.linear
+        sites = tuple(lin.sites) if lin.sites is not None else None
+        out.append(LinearLatentIntervention(tuple(lin.boost), tuple(lin.suppress), lin.alphas, lin.betas, sites))
+    if cfg.patching is not None:
+        sites = tuple(cfg.patching.sites) if cfg.patching.sites is not None else None
+        out.append(EmbedderPatching(sites))
+    if cfg.cfg is not None:
+        out.append(ClassifierFreeGuidance(tuple(cfg.cfg.scales)))
+    out.extend(custom.build() for custom in cfg.custom)
+    return out

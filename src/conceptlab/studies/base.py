@@ -1,0 +1,193 @@
+"""The study protocol: what one kind of study (a data kind and its evaluation) gives the run driver.
+
+A run is config → data → model → train → evaluate → store → report. The run driver (`experiments.runner`) owns
+that sequence and the one resumable loop over checkpoints; a study fills in what depends on the kind of data:
+
+- `kind`: the `data.kind` it serves; `data_config`: its `data` section (a `config_base.DataSection`);
+- `eval_fields`: the fields it adds to the `eval` section (name → (annotation, pydantic `Field`)), and
+  `exclusive_sections`, the ones only runs of this kind may set;
+- `complete_config(cfg)`: at config load, fill in its defaults and refuse what cannot work (raise ValueError);
+- `build_data(data_cfg)`: its data-generating process (a `DataProcess`);
+- `check(cfg, dgp, model)`: before training, fail fast on what would only break the evaluation (a hook name);
+- `headline(cfg, dgp)`: one line for the console;
+- `prepare_shared(cfg, progress)`: once per sweep, before parallel workers start (e.g. train the cached concept probe);
+- `evaluation(cfg, dgp, model, run, console, progress)`: an `Evaluation` — its per-checkpoint `Measurement`s,
+  which the driver runs resumably (one rule for "every k-th checkpoint", the checkpoint's config hash checked on
+  every load), and `summarize()`, which turns the measurements into run-level tables, summary fields and figures.
+
+`StudyBase` gives the optional parts their defaults. Register a study by putting a module with a module-level
+`STUDY` in `conceptlab.studies`, or name it in a config by import path (`data.kind: mypkg.worlds:RingStudy`);
+see `docs/extending.md`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
+
+import pandas as pd
+from rich.console import Console
+from torch import Tensor
+
+from conceptlab.config_base import DataSection
+from conceptlab.store.run_folder import RunFolder
+
+
+@runtime_checkable
+class DataProcess(Protocol):
+    """What the run driver needs from any data-generating process (each study asks its own DGP for more)."""
+
+    prompt_dim: int
+    channels: int
+    image_size: int
+    attribute_sizes: tuple[int, ...] | None  # one-hot prompt blocks (attribute-wise dropout), or None
+    null_label: float | None  # a prompt value the network's encoder must recognise as "dropped", or None
+
+    def training_set(self) -> Any:  # `.images` [N, C, S, S] in [0, 1] (or uint8), `.prompts` [N, prompt_dim]
+        ...
+
+    def describe(self) -> dict: ...
+
+
+@dataclass
+class StepResult:
+    """What a measurement records at one checkpoint; the run driver writes it into the run folder.
+
+    `rows` go to the measurement's step file (a DataFrame as Parquet, a dict as JSON); `samples` (name → tensor)
+    are merged into the study's samples file; `tensors` (name → tensor), if any, are written beside the rows as
+    `step_XXXXXXX.safetensors` before them; `info` is shown on the progress bar.
+    """
+
+    rows: pd.DataFrame | dict
+    samples: dict[str, Tensor] = field(default_factory=dict)
+    tensors: dict[str, Tensor] | None = None
+    info: str = ""
+
+
+@dataclass
+class Measurement:
+    """One resumable per-checkpoint measurement of a study.
+
+    `measure(step)` is called while the model holds that checkpoint's weights (EMA weights when `use_ema` and the
+    checkpoint has them). Checkpoints measured: every `every`-th (the first, the (k+1)-th, …) and always the last;
+    `every=None` the last only. A checkpoint whose step file exists is skipped, so an interrupted evaluation
+    resumes. Files: `<directory>/step_XXXXXXX<suffix>`, or `<directory>/step_XXXXXXX/<piece><suffix>` with a
+    `piece`; kept samples go to the run-level file `samples_file`.
+    """
+
+    name: str
+    measure: Callable[[int], StepResult]
+    every: int | None = 1
+    use_ema: bool = True
+    directory: str | None = None  # default: name
+    piece: str | None = None
+    suffix: str = ".parquet"
+    samples_file: str | None = None
+
+    @property
+    def folder(self) -> str:
+        return self.directory or self.name
+
+
+@dataclass
+class Summary:
+    """What a study's `summarize()` returns; the run driver writes it into the run folder.
+
+    `fields` go into summary.json; `tables` (name → DataFrame) become run-level `<name>.parquet`; `files`
+    (file name → JSON-able object) run-level JSON files; `figures` (file name → matplotlib figure) PNGs under
+    figures/; `seconds` time any expensive parts (the driver times the whole call as well).
+    """
+
+    fields: dict[str, Any]
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    files: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Evaluation:
+    """A study's evaluation of one run: its measurements (run by the driver) and the run-level summary after them.
+
+    `setup_seconds` are the seconds the study spent getting ready (e.g. loading or training a probe)."""
+
+    measurements: list[Measurement]
+    summarize: Callable[[], Summary]
+    setup_seconds: dict[str, float] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Study(Protocol):
+    """A kind of study: see the module docstring. Duck-typed; `StudyBase` supplies the optional parts."""
+
+    kind: str
+    data_config: type[DataSection]
+    eval_fields: Mapping[str, tuple[Any, Any]]
+    exclusive_sections: frozenset[str]
+
+    def complete_config(self, cfg) -> None: ...
+
+    def build_data(self, cfg: DataSection) -> DataProcess: ...
+
+    def check(self, cfg, dgp, model) -> None: ...
+
+    def headline(self, cfg, dgp) -> str: ...
+
+    def prepare_shared(self, cfg, progress: bool = False) -> None: ...
+
+    def evaluation(self, cfg, dgp, model, run: RunFolder, console: Console, progress: bool) -> Evaluation: ...
+
+
+class StudyBase:
+    """Defaults for the optional parts of a study; subclasses set `kind`, `data_config`, `build_data` and
+    `evaluation`."""
+
+    kind: str = ""
+    order: int = 100  # position of its eval fields in a saved config (built-in studies first)
+    data_config: type[DataSection] = DataSection
+    eval_fields: Mapping[str, tuple[Any, Any]] = {}
+    exclusive_sections: frozenset[str] = frozenset()
+
+    def complete_config(self, cfg) -> None:
+        """Fill in defaults and refuse impossible combinations at config load (raise ValueError)."""
+
+    def check(self, cfg, dgp, model) -> None:
+        """Fail before training on what would only break the evaluation."""
+
+    def headline(self, cfg, dgp) -> str:
+        described = dgp.describe()
+        return f"{described['training_images']} training images" if "training_images" in described else cfg.data.kind
+
+    def prepare_shared(self, cfg, progress: bool = False) -> None:
+        """Build shared cached resources once before parallel workers start (default: nothing)."""
+
+    def build_data(self, cfg: DataSection) -> DataProcess:  # pragma: no cover - every study overrides it
+        raise NotImplementedError
+
+    def evaluation(self, cfg, dgp, model, run, console, progress) -> Evaluation:  # pragma: no cover
+        raise NotImplementedError
+
+
+def due_checkpoints(checkpoints: list[tuple[int, Any]], every: int | None) -> list[tuple[int, Any]]:
+    """The checkpoints a measurement with `every` covers: the 1st, (k+1)-th, (2k+1)-th, … and always the last;
+    `every=None` the last only. The one "every k-th checkpoint" rule of the package."""
+    if not checkpoints:
+        return []
+    if every is None:
+        return [checkpoints[-1]]
+    if every < 1:
+        raise ValueError(f"every must be ≥ 1 (or None: the last checkpoint only), got {every}")
+    chosen = list(checkpoints[::every])
+    if chosen[-1] != checkpoints[-1]:
+        chosen.append(checkpoints[-1])
+    return chosen
+
+
+def read_step_tables(run: RunFolder, directory: str, piece: str | None = None) -> pd.DataFrame:
+    """Every checkpoint's Parquet rows of one measurement, concatenated in step order (stable, index reset);
+    RuntimeError when no checkpoint has been measured."""
+    parts = run.step_files(directory, piece)
+    if not parts:
+        raise RuntimeError(f"no evaluated checkpoints in {run.root / directory}")
+    out = pd.concat([pd.read_parquet(path) for _, path in parts], ignore_index=True)
+    return out.sort_values("step", kind="stable").reset_index(drop=True) if "step" in out.columns else out

@@ -1,0 +1,213 @@
+"""The `shapes` study (Park et al. 2024): concept-space trajectories, learning times and hidden emergence.
+
+Its one job: turn a concept-space run's checkpoints into the concept-space measurements. The concept probe (one
+head per concept plus a validity head; cached per machine) reads the generations. Per checkpoint (resumable through
+the run driver):
+
+- **concept space** (`eval/step_*.parquet`): `samples_per_class` generations of every class prompt, read into a
+  concept-space point and a per-concept accuracy (`analysis.concept_space.evaluate_generations`); the first
+  generation of each class goes to `samples.safetensors`;
+- **interventions** (with `eval.interventions`; `studies.emergence`): every intervention on every target class.
+
+At the end: `concept_space.parquet` (run × checkpoint × class × concept), `learning_times.parquet` (the first
+checkpoint where the smoothed accuracy crosses `accuracy_threshold` and stays `stay` checkpoints), the summary's
+learning times and accuracies, the hidden-emergence block and tables (`interventions.parquet`,
+`emergence.parquet`), and the figures.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import Field
+
+from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
+from conceptlab.data.shapes import ShapesDataConfig, ShapesDGP
+from conceptlab.interventions.config import InterventionsConfig
+from conceptlab.probes.concept_classifier import ProbeConfig, load_or_train_probe
+from conceptlab.store.files import read_tensors
+from conceptlab.store.run_folder import RunFolder
+from conceptlab.studies.base import Evaluation, Measurement, StepResult, StudyBase, Summary, read_step_tables
+from conceptlab.studies.emergence import (
+    check_sites,
+    collect_interventions,
+    emergence_figures,
+    intervention_measurement,
+    summarize_emergence,
+)
+from conceptlab.train.precision import autocast, resolve_bf16
+
+DIRECTORY = "eval"  # per checkpoint: eval/step_XXXXXXX.parquet
+SAMPLES_FILE = "samples.safetensors"
+
+
+def _check_interventions(cfg) -> None:
+    """Interventions name concepts and classes of the data, and CFG needs a model trained with label dropout."""
+    iv = cfg.eval.interventions
+    if iv is None:
+        return
+    concepts = cfg.data.concepts
+    named = {
+        "over_prompting.concepts": iv.over_prompting.concepts if iv.over_prompting else [],
+        "linear.boost": iv.linear.boost if iv.linear else [],
+        "linear.suppress": iv.linear.suppress if iv.linear else [],
+    }
+    for where, values in named.items():
+        for c in values:
+            if c not in concepts:
+                raise ValueError(f"eval.interventions.{where} names {c!r}, not one of data.concepts {concepts}")
+    classes = cfg.data.all_classes()
+    if iv.targets is not None:
+        padded = [c.zfill(len(concepts)) if c.isdigit() else c for c in iv.targets]
+        if padded != iv.targets:
+            iv.targets = padded
+    for code in iv.targets or []:
+        if code not in classes:
+            raise ValueError(f"eval.interventions.targets: {code!r} is not a class code; classes are {classes}")
+    if iv.targets is None and not cfg.data.resolved_held_out_classes():
+        raise ValueError("eval.interventions has no targets: no class is held out; set eval.interventions.targets")
+    if iv.cfg is not None and cfg.diffusion.cfg_dropout <= 0:
+        raise ValueError("eval.interventions.cfg needs a model trained with label dropout: diffusion.cfg_dropout > 0")
+    if not (iv.naive or iv.over_prompting or iv.linear or iv.patching or iv.cfg or iv.custom):
+        raise ValueError("eval.interventions enables no intervention")
+
+
+def run_figures(cfg, run: RunFolder, table: pd.DataFrame) -> dict[str, Any]:
+    """Accuracy over training, concept space (with the last generations as thumbnails) and samples by checkpoint."""
+    from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_samples
+
+    classes = list(dict.fromkeys(table.sort_values("class")["class"]))
+    concepts = list(dict.fromkeys(table["concept"]))
+    samples_path = run.file(SAMPLES_FILE)
+    samples = read_tensors(samples_path) if samples_path.is_file() else {}
+    by_step = {int(k.split("_")[1]): v.permute(0, 2, 3, 1).float().numpy() for k, v in samples.items()}
+    figures = {"accuracy.png": plot_accuracy(table, cfg.eval.accuracy_threshold)}
+    if len(concepts) >= 2:
+        last = by_step[max(by_step)] if by_step else None
+        thumbs = {c: last[i] for i, c in enumerate(classes)} if last is not None and len(last) == len(classes) else None
+        figures["concept_space.png"] = plot_concept_space(table, concepts, thumbs)
+    if by_step:
+        keep = sorted(by_step)
+        keep = [keep[round(i)] for i in np.linspace(0, len(keep) - 1, min(8, len(keep)))]
+        figures["samples.png"] = plot_samples({s: by_step[s] for s in dict.fromkeys(keep)}, classes)
+    return figures
+
+
+def summarize(cfg, run: RunFolder, data_summary: dict, probe_report: dict) -> Summary:
+    """Run-level tables, learning times, the emergence block (with interventions) and the figures."""
+    table = read_step_tables(run, DIRECTORY)
+    table.insert(0, "run", run.name)
+    times = learning_times(table, cfg.eval.accuracy_threshold, cfg.eval.smoothing, cfg.eval.stay)
+    final_step = table["step"].max()
+    final = table[table["step"] == final_step]
+    tables = {"concept_space": table, "learning_times": times}
+    figures = run_figures(cfg, run, table)
+    emergence = None
+    if cfg.eval.interventions is not None:
+        collected = collect_interventions(run)
+        if collected is not None:
+            interventions, best = collected
+            tables.update(interventions=interventions, emergence=best)
+            emergence = summarize_emergence(cfg, best, table)
+            figures.update(emergence_figures(cfg, run, interventions, best, table, emergence))
+    fields = {
+        "concepts": list(data_summary.get("concepts", [])),
+        "concept_signal": data_summary.get("concept_signal", {}),
+        "train_classes": data_summary.get("train_classes"),
+        "held_out_classes": data_summary.get("held_out_classes"),
+        "checkpoints": int(table["step"].nunique()),
+        "final_step": int(final_step),
+        "learning_time": {
+            f"{r.split}/{r.concept}": (None if pd.isna(r.learning_time) else int(r.learning_time))
+            for r in times.itertuples()
+        },
+        "mean_accuracy": {f"{r.split}/{r.concept}": round(r.mean_accuracy, 4) for r in times.itertuples()},
+        "final_accuracy": {
+            f"{r['class']}/{r['concept']}": round(float(r["accuracy"]), 4) for _, r in final.iterrows()
+        },
+        "final_valid_fraction": {
+            c: round(float(g["valid_fraction"].iloc[0]), 4) for c, g in final.groupby("class")
+        },
+        "probe": probe_report,
+    }
+    if emergence is not None:
+        fields["emergence"] = emergence
+    return Summary(fields, tables=tables, figures=figures)
+
+
+class ConceptSpaceStudy(StudyBase):
+    """`data.kind: shapes` — concept-space learning dynamics and hidden capabilities."""
+
+    kind = "shapes"
+    order = 0
+    data_config = ShapesDataConfig
+    # The concept-space reading's settings sit at the top of `eval` (and are saved for every data kind), as they
+    # did before studies existed, so saved configs and run ids stay as they were.
+    eval_fields = {
+        "samples_per_class": (int, Field(32, ge=1)),
+        "sample_steps": (int | None, Field(None, ge=1, description="override diffusion.sample_steps for evaluation")),
+        "use_ema": (bool, Field(True)),
+        "accuracy_threshold": (float, Field(0.9, gt=0.0, le=1.0)),
+        "smoothing": (int, Field(3, ge=1, description="moving-average window over checkpoints")),
+        "stay": (int, Field(3, ge=1, description="checkpoints the smoothed accuracy must stay above threshold")),
+        "eval_seed": (int, Field(0, ge=0)),
+        "probe": (ProbeConfig, Field(default_factory=ProbeConfig)),
+        "interventions": (
+            InterventionsConfig | None,
+            Field(None, description="hidden-capability evaluation (None: concept-space evaluation only)"),
+        ),
+    }
+    exclusive_sections = frozenset({"interventions"})
+
+    def complete_config(self, cfg) -> None:
+        _check_interventions(cfg)
+
+    def build_data(self, cfg: ShapesDataConfig) -> ShapesDGP:
+        return ShapesDGP(cfg)
+
+    def check(self, cfg, dgp, model) -> None:
+        check_sites(cfg, model)
+
+    def headline(self, cfg, dgp: ShapesDGP) -> str:
+        return f"{len(dgp.train_classes)} training classes, held out {dgp.held_out_classes}"
+
+    def prepare_shared(self, cfg, progress: bool = False) -> None:
+        """Train (or find cached) the concept probe once, before sweep workers start and all load it."""
+        load_or_train_probe(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size, progress=progress)
+
+    def evaluation(self, cfg, dgp: ShapesDGP, model, run: RunFolder, console, progress) -> Evaluation:
+        began = time.perf_counter()
+        probe, probe_report = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size,
+                                                  progress=progress)
+        setup = {"probe": time.perf_counter() - began}
+        classes = list(dgp.classes)
+        splits = {c: ("train" if c in dgp.train_classes else "held_out") for c in classes}
+        n = cfg.eval.samples_per_class
+        device = next(model.parameters()).device
+        prompts = generation_prompts(torch.stack([dgp.class_prompt(c) for c in classes]), n).to(device)
+        null_prompt = torch.full_like(prompts[:1], cfg.data.null_value)
+        steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
+        bf16 = resolve_bf16(cfg.train.bf16, device)
+
+        def concept_space(step: int) -> StepResult:
+            generator = torch.Generator(device=prompts.device).manual_seed(cfg.eval.eval_seed)
+            with autocast(bf16, device):
+                images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
+            images = images.float().cpu()
+            table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
+            mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
+            return StepResult(table, samples={f"step_{step:07d}": images[::n].clone()},  # first generation per class
+                              info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()))
+
+        measurements = [Measurement("concept_space", concept_space, every=1, use_ema=cfg.eval.use_ema,
+                                    directory=DIRECTORY, samples_file=SAMPLES_FILE)]
+        if cfg.eval.interventions is not None:
+            measurements.append(intervention_measurement(cfg, dgp, model, probe, run.list_checkpoints()))
+        return Evaluation(measurements, lambda: summarize(cfg, run, dgp.describe(), probe_report), setup)
+
+
+STUDY = ConceptSpaceStudy()

@@ -1,0 +1,464 @@
+"""The `bumps` study (Liang et al. 2024): generation accuracy per label region and representation geometry.
+
+Its one job: turn a bump-world run's checkpoints into the composition / interpolation and factorization
+measurements. Per checkpoint (every k-th and the last; resumable through the run driver), two measurements:
+
+- **composition** (`composition/step_*.parquet`): each region of `dgp.regions()` (2D `train` labels, 2D `held_out`
+  labels) is subsampled to at most `eval.composition.labels_per_region` labels (seeded), one image is generated per
+  label (all regions in one sampling pass, `max_batch` images at a time), located with `probes.locator.locate` and
+  scored with `generation_accuracy` (x, y, joint within `tolerance` px; wrapped on a torus); a few generations per
+  region go to `composition_samples.safetensors`;
+- **geometry** (`geometry/step_*.parquet`): activations at `eval.geometry.hook` and time `t` for a sub-lattice of
+  `dgp.grid_labels()` (refined `geometry.label_density`× per axis first, `refine_grid`; then at most
+  `geometry.labels` labels, still a full grid), one forward pass on the noised ground-truth images (or the shared
+  noise, `input: noise`), pooled; effective dimension (participation ratio), explained variance of the top 4 PCs
+  and the top 15 eigenvalues; with `geometry.homology_over_training`, also the Betti numbers and the 3 longest H1
+  and H2 bars (`betti_0..2`, `h1_bar_1..3`, `h2_bar_1..3`), so the run summary has `betti_by_step`. The final
+  checkpoint's cloud is kept (`geometry/step_*.safetensors`: points, labels).
+
+At the end: persistent homology (Betti numbers) of the final cloud and the chord (orthogonality / parallelism)
+tests on the grid, next to the same tests on ideal 3D-torus and Clifford-torus references (`homology.json`); the
+run-level tables `composition.parquet` and `geometry.parquet` (all checkpoints, run id first) and the figures.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import Field
+
+from conceptlab.analysis.geometry import (
+    as_grid,
+    chord_tests,
+    clifford_torus,
+    participation_ratio,
+    persistent_homology,
+    torus_3d,
+)
+from conceptlab.analysis.representation import check_hook, collect_representations
+from conceptlab.config_base import StrictConfig
+from conceptlab.data.bump_world import BumpsDataConfig, BumpWorld
+from conceptlab.models.unet import check_image_size
+from conceptlab.probes.locator import generation_accuracy, locate
+from conceptlab.store.files import read_tensors
+from conceptlab.store.run_folder import RunFolder
+from conceptlab.studies.base import Evaluation, Measurement, StepResult, StudyBase, Summary, read_step_tables
+from conceptlab.train.precision import autocast, resolve_bf16
+
+SAMPLES_KEPT = 6  # generations kept per region and checkpoint for the sample figure
+EIGENVALUES = 15  # top PCA eigenvalues stored per checkpoint
+SAMPLES_FILE = "composition_samples.safetensors"
+
+
+class CompositionEvalConfig(StrictConfig):
+    """Generation accuracy on bump worlds (data.kind=bumps): generate at labels, locate, score per region.
+
+    Regions: `train` (2D labels trained on) and `held_out` (2D labels of the held-out region), each
+    subsampled to at most `labels_per_region` labels, one generation per label.
+    """
+
+    labels_per_region: int = Field(64, ge=1)
+    tolerance: float = Field(1.0, gt=0.0, description="a coordinate is correct within this many pixels")
+    sample_steps: int | None = Field(None, ge=1, description="override diffusion.sample_steps")
+    guidance_scale: float | None = Field(None, ge=0.0, description="override diffusion.guidance_scale")
+    every: int = Field(1, ge=1, description="evaluate every k-th checkpoint (the last one always)")
+    max_batch: int = Field(512, ge=1, description="images per sampling pass (all regions are sampled together)")
+    use_ema: bool = True
+    seed: int = Field(0, ge=0)
+
+
+class GeometryConfig(StrictConfig):
+    """Representation geometry over the label grid (data.kind=bumps): one activation vector per 2D label."""
+
+    hook: str = Field("mid.blocks.1.hook_out", description="hook point read (the paper's 'layer 4': after the bottleneck)")
+    t: float = Field(0.5, ge=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
+    pool: Literal["flatten", "mean"] = Field("mean", description="spatial activations: flatten or mean over space")
+    input: Literal["data", "noise"] = Field(
+        "data", description="data: the noised ground-truth image of each label; noise: one shared noise image"
+    )
+    labels: int = Field(1024, ge=16, description="at most this many 2D labels (a sub-lattice) per checkpoint")
+    label_density: int = Field(
+        1, ge=1, le=8,
+        description="read the grid refined k× per axis (k − 1 labels between lattice neighbours, wrapping on a "
+        "torus): a denser cloud for homology; a refined grid over `labels` is refused before training",
+    )
+    every: int = Field(1, ge=1, description="every k-th checkpoint (the last one always)")
+    homology: bool = Field(True, description="persistent homology of the final checkpoint's cloud")
+    homology_over_training: bool = Field(
+        False, description="also Betti numbers and the longest bars at every geometry checkpoint (a few s each)"
+    )
+    homology_points: int = Field(400, ge=20)
+    homology_dims: int = Field(6, ge=2, description="PCA dimensions kept before Vietoris–Rips")
+    homology_landmarks: int | None = Field(
+        200, ge=20, description="ripser greedy landmarks (keeps H2 affordable); None: all homology_points"
+    )
+    persistence_threshold: float = Field(0.1, ge=0.0, description="bars shorter than this fraction of the diameter are noise")
+    betti_rule: Literal["threshold", "gap", "hybrid"] = Field(
+        "gap", description="threshold: every bar above the cut counts; gap: only those above the largest gap in "
+        "lengths; hybrid: gap for H0, threshold for H1 and H2 (see analysis.geometry.persistent_homology)"
+    )
+    use_ema: bool = True
+    seed: int = Field(0, ge=0)
+
+
+
+
+def _sample_steps(cfg) -> int:
+    return cfg.eval.composition.sample_steps or cfg.eval.sample_steps or cfg.diffusion.sample_steps
+
+
+def _guidance(cfg) -> float:
+    g = cfg.eval.composition.guidance_scale
+    return cfg.diffusion.guidance_scale if g is None else g
+
+
+# -- label sets ------------------------------------------------------------------------------------------------------
+def region_labels(dgp, limit: int, seed: int) -> dict[str, torch.Tensor]:
+    """Each region's 2D labels, at most `limit` of them (a seeded subsample, kept in lattice order)."""
+    out = {}
+    for k, (name, labels) in enumerate(dgp.regions().items()):
+        if len(labels) > limit:
+            idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed + k))[:limit]
+            labels = labels[idx.sort().values]
+        out[name] = labels
+    return out
+
+
+def grid_sublattice(labels: torch.Tensor, limit: int) -> torch.Tensor:
+    """The labels of every s-th x value and every s-th y value, the smallest stride s giving at most `limit` labels.
+
+    A full grid stays a full grid (needed by the chord tests); order is kept.
+    """
+    xs, ys = torch.unique(labels[:, 0]), torch.unique(labels[:, 1])
+    stride = 1
+    while len(labels) > limit and math.ceil(len(xs) / stride) * math.ceil(len(ys) / stride) > limit:
+        stride += 1
+    if stride == 1 and len(labels) <= limit:
+        return labels
+    keep = torch.isin(labels[:, 0], xs[::stride]) & torch.isin(labels[:, 1], ys[::stride])
+    sub = labels[keep]
+    if len(sub) > limit:  # not a grid: fall back to an even subsample
+        sub = labels[torch.linspace(0, len(labels) - 1, limit).round().long()]
+    return sub
+
+
+def refine_grid(labels: torch.Tensor, factor: int, period: float | None = None) -> torch.Tensor:
+    """The full grid of `labels`' x and y values with `factor` − 1 evenly spaced values inserted between neighbours.
+
+    On a torus (`period` given) the last value's neighbour is the first + period, so the refined grid wraps
+    (values taken mod period). Returned x-major, like `BumpWorld.grid_labels`. `factor` 1 returns `labels` as is.
+    """
+    if factor < 1:
+        raise ValueError(f"label density must be ≥ 1, got {factor}")
+    if factor == 1:
+        return labels
+
+    def axis(values: torch.Tensor) -> torch.Tensor:
+        v = torch.unique(values.double())
+        nxt = torch.cat([v[1:], v[:1] + period]) if period is not None else v[1:]
+        steps = torch.arange(factor, dtype=torch.float64) / factor
+        fine = (v[: len(nxt), None] + steps[None, :] * (nxt - v[: len(nxt)])[:, None]).reshape(-1)
+        if period is None:
+            fine = torch.cat([fine, v[-1:]])
+        else:
+            fine = torch.remainder(fine, period)
+        return torch.unique(fine)
+
+    xs, ys = axis(labels[:, 0]), axis(labels[:, 1])
+    return torch.stack(torch.meshgrid(xs, ys, indexing="ij"), dim=-1).reshape(-1, 2).to(labels.dtype)
+
+
+# -- per checkpoint --------------------------------------------------------------------------------------------------
+def generate(cfg, model, labels: torch.Tensor, generator: torch.Generator, dgp) -> torch.Tensor:
+    """One image `[M, 1, S, S]` in [0, 1] per label, `max_batch` at a time."""
+    comp = cfg.eval.composition
+    device = next(model.parameters()).device
+    prompts = dgp.make_prompt(labels).to(device)
+    null_prompt = torch.full_like(prompts[:1], cfg.data.null_value)
+    images = []
+    with autocast(resolve_bf16(cfg.train.bf16, device), device):
+        for start in range(0, len(prompts), comp.max_batch):
+            batch = prompts[start : start + comp.max_batch]
+            images.append(model.sample(batch, _sample_steps(cfg), generator, _guidance(cfg), null_prompt).float().cpu())
+    return torch.cat(images)
+
+
+def accuracy_rows(cfg, dgp, regions: dict[str, torch.Tensor], images: torch.Tensor, step: int) -> pd.DataFrame:
+    """Rows (step, region, x, y, joint, n, region_size, x_error, y_error, located) of generations `images` made at
+    the concatenated regions (n labels scored out of the region's region_size)."""
+    data = cfg.data
+    kind = "bump" if data.image == "bump+stripes" else data.image  # the regions scored are 2D labels: bumps
+    pred = locate(images, kind=kind, border=data.border, periodic=data.periodic)
+    sizes = {name: len(labels) for name, labels in dgp.regions().items()}
+    rows, start = [], 0
+    for name, labels in regions.items():
+        p, t = pred[start : start + len(labels)], labels.to(pred.dtype)
+        start += len(labels)
+        acc = generation_accuracy(p, t, cfg.eval.composition.tolerance, period=dgp.period)
+        err = p - t
+        if dgp.period is not None:
+            err = torch.remainder(err + dgp.period / 2, dgp.period) - dgp.period / 2
+        med = err.abs().nanmedian(dim=0).values
+        rows.append({"step": int(step), "region": name, **acc, "n": len(labels), "region_size": sizes.get(name),
+                     "x_error": float(med[0]), "y_error": float(med[1]),
+                     "located": float((~p.isnan()).all(dim=1).double().mean())})
+    return pd.DataFrame(rows)
+
+
+def representation_cloud(cfg, dgp, model, labels: torch.Tensor):
+    """The activation cloud `[M, D]` at the geometry hook and time over `labels`."""
+    geo = cfg.eval.geometry
+    images = dgp.render(labels) if geo.input == "data" else None
+    shape = None if images is not None else (dgp.channels, dgp.image_size, dgp.image_size)
+    return collect_representations(
+        model.net, model.process, labels, geo.hook, geo.t, image_shape=shape, images=images,
+        prompts=dgp.make_prompt(labels), pool=geo.pool, seed=geo.seed,
+    )
+
+
+def spectrum(points: torch.Tensor) -> np.ndarray:
+    """PCA eigenvalues (descending) of a cloud `[M, D]`: `analysis.geometry.pca`'s, from torch's SVD (numpy's
+    multithreaded SVD is ~20× slower on a shared CPU)."""
+    a = points.double()
+    return (torch.linalg.svdvals(a - a.mean(dim=0)) ** 2 / len(a)).numpy()
+
+
+def geometry_row(cfg, points: torch.Tensor, step: int) -> pd.DataFrame:
+    """One row: step, hook, t, effective dimension, explained variance of the top 4 PCs, top 15 eigenvalues."""
+    geo = cfg.eval.geometry
+    lam = spectrum(points)
+    eig = np.pad(lam[:EIGENVALUES], (0, max(0, EIGENVALUES - len(lam))))
+    mean_square_norm = float((points.double() ** 2).sum(dim=1).mean())
+    row = {"step": int(step), "hook": geo.hook, "t": geo.t,
+           "effective_dimension": participation_ratio(lam, mean_square_norm),
+           "explained_variance_top4": float(lam[:4].sum() / lam.sum()), "points": int(points.shape[0]),
+           "features": int(points.shape[1])}
+    row.update({f"eigenvalue_{i + 1}": float(v) for i, v in enumerate(eig)})
+    if geo.homology and geo.homology_over_training:
+        row.update(homology_columns(homology(cfg, points)))
+    return pd.DataFrame([row])
+
+
+def homology(cfg, points: torch.Tensor) -> dict[str, Any]:
+    """`analysis.geometry.persistent_homology` of a cloud with the run's settings (dimensions 0–2)."""
+    geo = cfg.eval.geometry
+    return persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
+                               threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks,
+                               rule=geo.betti_rule)
+
+
+def longest_bars(diagram: np.ndarray, scale: float, k: int) -> list[float]:
+    """The (at most) `k` longest finite bars of one diagram `[n, 2]` as fractions of `scale` (the cloud's diameter)."""
+    diagram = np.asarray(diagram, dtype=float).reshape(-1, 2)
+    finite = diagram[np.isfinite(diagram).all(axis=1)]
+    return [float(v) for v in np.sort(finite[:, 1] - finite[:, 0])[::-1][:k] / scale] if len(finite) else []
+
+
+def homology_columns(ph: dict[str, Any]) -> dict[str, float | int]:
+    """Geometry-row columns of one homology result: betti_0..2 and the 3 longest finite H1 and H2 bars
+    (`h1_bar_1`, …, as fractions of the diameter)."""
+    out: dict[str, float | int] = {f"betti_{k}": int(b) for k, b in enumerate(ph["betti"])}
+    for dim in (1, 2):
+        bars = longest_bars(ph["diagrams"][dim], ph["scale"], 3)
+        out.update({f"h{dim}_bar_{i + 1}": v for i, v in enumerate(bars + [0.0] * (3 - len(bars)))})
+    return out
+
+
+# -- run level -------------------------------------------------------------------------------------------------------
+def topology(cfg, points: torch.Tensor, labels: torch.Tensor, period: float | None) -> dict[str, Any]:
+    """Betti numbers of the cloud (if enabled) and the chord tests on the grid, with the ideal tori's values."""
+    geo = cfg.eval.geometry
+    out: dict[str, Any] = {}
+    if geo.homology:
+        ph = homology(cfg, points)
+        out["homology"] = {"betti": list(ph["betti"]), "scale": ph["scale"], "threshold": ph["threshold"],
+                           "diagrams": [d[np.isfinite(d).all(axis=1)].tolist() for d in ph["diagrams"]],
+                           "infinite_bars": [int((~np.isfinite(d).all(axis=1)).sum()) for d in ph["diagrams"]]}
+    try:
+        grid = as_grid(points, labels)
+    except ValueError:
+        return out
+    periodic = bool(cfg.data.periodic)
+    ref_period = period or float(cfg.data.drawn_size)
+    out["chord_tests"] = chord_tests(grid, periodic=periodic)
+    out["chord_reference"] = {
+        "torus_3d": chord_tests(as_grid(torus_3d(labels, ref_period), labels), periodic=periodic),
+        "clifford": chord_tests(as_grid(clifford_torus(labels, ref_period), labels), periodic=periodic),
+    }
+    return out
+
+
+def _r(x: float, digits: int = 4) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), digits)
+
+
+def summarize_fields(acc: pd.DataFrame, geo: pd.DataFrame, topo: dict[str, Any]) -> dict[str, Any]:
+    """The summary fields of a bumps run (see the module docstring)."""
+    final_step = int(acc["step"].max())
+    final = acc[acc["step"] == final_step]
+    ed = geo.sort_values("step")
+    i_max = int(ed["effective_dimension"].to_numpy().argmax())
+    eig_cols = [c for c in geo.columns if c.startswith("eigenvalue_")]
+    summary: dict[str, Any] = {
+        "checkpoints": int(acc["step"].nunique()),
+        "final_step": final_step,
+        "final_accuracy": {r.region: {"x": _r(r.x), "y": _r(r.y), "joint": _r(r.joint), "n": int(r.n)}
+                           for r in final.itertuples()},
+        "accuracy_by_step": {region: {int(r.step): _r(r.joint, 3) for r in rows.itertuples()}
+                             for region, rows in acc.groupby("region", sort=False)},
+        "effective_dimension": {
+            "first": _r(ed["effective_dimension"].iloc[0], 3),
+            "first_step": int(ed["step"].iloc[0]),
+            "final": _r(ed["effective_dimension"].iloc[-1], 3),
+            "max": _r(ed["effective_dimension"].iloc[i_max], 3),
+            "max_step": int(ed["step"].iloc[i_max]),
+            "by_step": {int(r.step): _r(r.effective_dimension, 3) for r in ed.itertuples()},
+        },
+        "explained_variance_top4_final": _r(ed["explained_variance_top4"].iloc[-1]),
+        "eigenvalues_final": [_r(v, 6) for v in ed[eig_cols].iloc[-1].to_numpy()],
+    }
+    if "homology" in topo:
+        h = topo["homology"]
+        summary["betti"] = h["betti"]
+        summary["persistence_top"] = {  # the longest finite bars per dimension, as fractions of the diameter
+            f"H{k}": [_r(v, 3) for v in longest_bars(d, h["scale"], 4)] for k, d in enumerate(h["diagrams"])
+        }
+    if "betti_1" in geo.columns:  # homology over training
+        rows = ed.dropna(subset=["betti_1"])
+        summary["betti_by_step"] = {int(r.step): [int(r.betti_0), int(r.betti_1), int(r.betti_2)]
+                                    for r in rows.itertuples()}
+    for key in ("chord_tests", "chord_reference"):
+        if key in topo:
+            summary[key] = {k: ({kk: _r(vv) for kk, vv in v.items()} if isinstance(v, dict) else _r(v))
+                            for k, v in topo[key].items()}
+    return summary
+
+
+def figures(cfg, acc: pd.DataFrame, geo: pd.DataFrame, cloud: dict[str, torch.Tensor], topo: dict[str, Any],
+            samples: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The run's composition / geometry figures (file name → figure)."""
+    from conceptlab.report import composition_figures as cf
+
+    out = {"generation_accuracy.png": cf.plot_generation_accuracy(acc, cfg.eval.composition.tolerance),
+           "effective_dimension.png": cf.plot_effective_dimension(geo, cfg.eval.geometry.persistence_threshold)}
+    points = cloud["points"].double()
+    if len(points) >= 4:
+        centred = points - points.mean(dim=0)
+        axes = torch.linalg.svd(centred, full_matrices=False).Vh[:3]
+        out["pca_projection.png"] = cf.plot_pca_projection((centred @ axes.T).numpy(), cloud["labels"].numpy(),
+                                                           cyclic=cfg.data.periodic)
+    if "homology" in topo:
+        h = topo["homology"]
+        out["barcode.png"] = cf.plot_barcode([np.asarray(d).reshape(-1, 2) for d in h["diagrams"]],
+                                             h["threshold"], h["betti"], h["infinite_bars"])
+    if samples:
+        out["generations.png"] = cf.plot_generations(samples)
+    return out
+
+
+# -- the study -------------------------------------------------------------------------------------------------------
+class FactorizationStudy(StudyBase):
+    """`data.kind: bumps` — composition vs interpolation and the geometry of the label representation."""
+
+    kind = "bumps"
+    order = 1
+    data_config = BumpsDataConfig
+    eval_fields = {
+        "composition": (CompositionEvalConfig | None, Field(None, description="bumps: generation accuracy per region")),
+        "geometry": (GeometryConfig | None,
+                     Field(None, description="bumps: representation geometry (None with bumps: default)")),
+    }
+    exclusive_sections = frozenset(eval_fields)
+
+    def complete_config(self, cfg) -> None:
+        if cfg.eval.composition is None:
+            cfg.eval.composition = CompositionEvalConfig()
+        if cfg.eval.geometry is None:
+            cfg.eval.geometry = GeometryConfig()
+        check_image_size(cfg.data.image_size, cfg.model)
+
+    def build_data(self, cfg: BumpsDataConfig) -> BumpWorld:
+        return BumpWorld(cfg)
+
+    def check(self, cfg, dgp: BumpWorld, model) -> None:
+        """Fail before training on an unknown geometry hook, a refined label grid the `labels` cap would thin back
+        out, or a sampler step count the DDPM chain cannot use."""
+        geometry = cfg.eval.geometry
+        check_hook(model.net, geometry.hook)
+        if geometry.label_density > 1:
+            n = len(refine_grid(dgp.grid_labels(), geometry.label_density, dgp.period))
+            if n > geometry.labels:
+                raise ValueError(f"eval.geometry.label_density={geometry.label_density} reads {n} labels, over "
+                                 f"eval.geometry.labels={geometry.labels}, which would thin the grid back out; "
+                                 f"set eval.geometry.labels={n} or lower the density")
+        steps = _sample_steps(cfg)
+        if cfg.diffusion.process == "ddpm" and cfg.diffusion.ddpm_steps % steps:
+            raise ValueError(
+                f"eval.composition.sample_steps ({steps}) must divide diffusion.ddpm_steps ({cfg.diffusion.ddpm_steps})"
+            )
+        if _guidance(cfg) > 0 and cfg.diffusion.cfg_dropout <= 0:
+            raise ValueError("guidance_scale > 0 needs a model trained with label dropout: diffusion.cfg_dropout > 0")
+
+    def evaluation(self, cfg, dgp: BumpWorld, model, run: RunFolder, console, progress) -> Evaluation:
+        comp, geo = cfg.eval.composition, cfg.eval.geometry
+        checkpoints = run.list_checkpoints()
+        if not checkpoints:
+            raise RuntimeError(f"no checkpoints in {run.checkpoints}")
+        final_step = checkpoints[-1][0]
+        regions = region_labels(dgp, comp.labels_per_region, comp.seed)
+        all_labels = torch.cat(list(regions.values()))
+        grid = grid_sublattice(refine_grid(dgp.grid_labels(), geo.label_density, dgp.period), geo.labels)
+
+        def composition(step: int) -> StepResult:
+            generator = torch.Generator(device=next(model.parameters()).device).manual_seed(comp.seed)
+            images = generate(cfg, model, all_labels, generator, dgp)
+            table = accuracy_rows(cfg, dgp, regions, images, step)
+            kept, start = {}, 0
+            for name, labels in regions.items():
+                kept[f"step_{step:07d}/{name}"] = (images[start : start + SAMPLES_KEPT] * 255).round().to(torch.uint8)
+                start += len(labels)
+            return StepResult(table, samples=kept, info=" ".join(f"{r.region} {r.joint:.2f}" for r in table.itertuples()))
+
+        def geometry(step: int) -> StepResult:
+            cloud = representation_cloud(cfg, dgp, model, grid)
+            row = geometry_row(cfg, cloud.points, step)
+            tensors = None
+            if step == final_step:
+                tensors = {"points": cloud.points.contiguous(), "labels": cloud.labels.contiguous()}
+            return StepResult(row, tensors=tensors, info=f"ED {row['effective_dimension'].iloc[0]:.2f}")
+
+        def summarize() -> Summary:
+            acc = read_step_tables(run, "composition")
+            acc.insert(0, "run", run.name)
+            geo_table = read_step_tables(run, "geometry")
+            geo_table.insert(0, "run", run.name)
+            began = time.perf_counter()
+            cloud = read_tensors(run.step_tensors("geometry", final_step))
+            topo = topology(cfg, cloud["points"], cloud["labels"], dgp.period)
+            topology_seconds = time.perf_counter() - began
+            samples_path = run.file(SAMPLES_FILE)
+            samples = read_tensors(samples_path) if samples_path.is_file() else {}
+            return Summary(
+                fields=summarize_fields(acc, geo_table, topo),
+                tables={"composition": acc, "geometry": geo_table},
+                files={"homology.json": topo},
+                figures=figures(cfg, acc, geo_table, cloud, topo, samples),
+                seconds={"topology": topology_seconds},
+            )
+
+        return Evaluation(
+            measurements=[
+                Measurement("composition", composition, every=comp.every, use_ema=comp.use_ema,
+                            samples_file=SAMPLES_FILE),
+                Measurement("geometry", geometry, every=geo.every, use_ema=geo.use_ema),
+            ],
+            summarize=summarize,
+        )
+
+
+STUDY = FactorizationStudy()

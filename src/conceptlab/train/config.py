@@ -1,0 +1,36 @@
+"""The `train` config section: optimisation, checkpoint schedule, precision, device and seeds."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from conceptlab.config_base import StrictConfig
+
+
+class TrainConfig(StrictConfig):
+    """Optimisation, checkpoint schedule and seeds."""
+
+    steps: int = Field(20000, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(1e-3, gt=0.0)
+    weight_decay: float = Field(0.01, ge=0.0)
+    grad_clip: float | None = Field(0.01, gt=0.0, description="global grad-norm clip (None = off)")
+    ema_decay: float | None = Field(None, ge=0.0, lt=1.0, description="EMA of weights (None = off)")
+    bf16: bool | None = Field(
+        None, description="bf16 autocast; null = auto (on where the device has native bf16, else fp32)"
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when available, else cpu")
+    checkpoint_schedule: Literal["sqrt", "log", "linear", "list"] = "sqrt"
+    checkpoint_count: int = Field(60, ge=1)
+    checkpoint_start: int = Field(500, ge=1)
+    checkpoint_steps: list[int] | None = Field(None, description="explicit steps (schedule=list)")
+    train_seed: int = Field(0, ge=0)
+    log_every: int = Field(10, ge=1)
+
+    @model_validator(mode="after")
+    def _schedule(self) -> "TrainConfig":
+        if self.checkpoint_schedule == "list" and not self.checkpoint_steps:
+            raise ValueError("checkpoint_schedule=list needs checkpoint_steps")
+        return self

@@ -1,0 +1,187 @@
+"""Sweep specs: expansion into a manifest with stable ids, resume skips complete runs, one-line errors."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from conceptlab.cli import app
+from conceptlab.experiments.executors import ExecutorError, RunOutcome, make_executor
+from conceptlab.experiments.loading import ConfigError, load_config
+from conceptlab.experiments.sweep import (
+    expand,
+    pending_runs,
+    read_manifest,
+    run_sweep,
+    sweep_names,
+    sweep_status,
+    write_manifest,
+)
+
+runner = CliRunner()
+
+
+def write_spec(path: Path, **changes) -> str:
+    spec = {
+        "description": "test sweep",
+        "base": "micro",
+        "overrides": {"train.steps": 12},
+        "axes": {
+            "grid": {"data.color_separation": [0.2, 0.6]},
+            "zip": [{"data.size_separation": [0.1, 0.3], "model.dropout": [0.0, 0.2]}],
+            "seeds": {"data_seed": [0, 1], "train_seed": [5]},
+        },
+    }
+    for key, value in changes.items():
+        if value is None:
+            spec.pop(key, None)
+        else:
+            spec[key] = value
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def test_expansion_crosses_grid_zip_and_seeds_with_stable_ids(tmp_path):
+    source = write_spec(tmp_path / "s.yaml")
+    sweep = expand(source, root=tmp_path / "out")
+    assert len(sweep.runs) == 2 * 2 * 2  # grid 2 × zip group 2 × data seeds 2 (train seed 1)
+    assert sweep.axes == ["data.color_separation", "data.size_separation", "model.dropout", "data.data_seed",
+                          "train.train_seed"]
+    combos = {(r.values["data.color_separation"], r.values["data.size_separation"], r.values["model.dropout"],
+               r.values["data.data_seed"]) for r in sweep.runs}
+    assert combos == {(c, s, d, seed) for c in (0.2, 0.6) for s, d in ((0.1, 0.0), (0.3, 0.2)) for seed in (0, 1)}
+    for run in sweep.runs:
+        cfg = run.config
+        assert (cfg.data.color_separation, cfg.data.size_separation, cfg.model.dropout) == (
+            run.values["data.color_separation"], run.values["data.size_separation"], run.values["model.dropout"])
+        assert cfg.data.data_seed == run.values["data.data_seed"] and cfg.train.train_seed == 5
+        assert cfg.train.steps == 12 and cfg.name == "s"
+        assert re.fullmatch(r"[0-9a-f]{16}", run.run_id)
+    ids = [r.run_id for r in sweep.runs]
+    assert len(set(ids)) == len(ids)
+    # Stable: same spec elsewhere, another root, or another order of expansion → same ids.
+    assert [r.run_id for r in expand(source, root=tmp_path / "elsewhere").runs] == ids
+    # The id is the config's: a command-line override that changes the config changes every id.
+    changed = [r.run_id for r in expand(source, ["train.lr=0.01"], root=tmp_path / "out").runs]
+    assert not set(changed) & set(ids)
+
+
+def test_seeds_as_one_list_set_both_seeds(tmp_path):
+    source = write_spec(tmp_path / "s.yaml", axes={"seeds": [3, 4, 7]})
+    runs = expand(source).runs
+    assert [(r.config.data.data_seed, r.config.train.train_seed) for r in runs] == [(3, 3), (4, 4), (7, 7)]
+
+
+def test_manifest_and_configs_are_written_and_complete_runs_are_skipped(tmp_path):
+    sweep = expand(write_spec(tmp_path / "s.yaml"), root=tmp_path / "out")
+    write_manifest(sweep)
+    manifest = read_manifest(sweep.root)
+    assert [r["run_id"] for r in manifest["runs"]] == [r.run_id for r in sweep.runs]
+    assert manifest["runs"][0]["values"] == sweep.runs[0].values
+    for run in sweep.runs:
+        saved = load_config(str(sweep.root / run.run_id / "config.yaml"))
+        assert saved.model_dump() == run.config.model_dump()
+    assert (sweep.root / "sweep.yaml").is_file()
+    # Three runs complete: a rerun hands the other five to the executor, and nothing else.
+    for run in sweep.runs[:3]:
+        (sweep.root / run.run_id / "summary.json").write_text("{}")
+    assert [r.run_id for r in pending_runs(sweep)] == [r.run_id for r in sweep.runs[3:]]
+
+    class Recording:
+        name = "recording"
+        tasks = []
+
+        def run(self, tasks, progress=True, console=None):
+            self.tasks.extend(tasks)
+            return [RunOutcome(t.run_id, "failed" if i == 0 else "done", "boom") for i, t in enumerate(tasks)]
+
+    executor = Recording()
+    result = run_sweep(sweep, executor, progress=False)
+    assert [t.run_id for t in executor.tasks] == [r.run_id for r in sweep.runs[3:]]
+    assert all(t.run_dir == sweep.root / t.run_id for t in executor.tasks)
+    assert result["runs"] == 8 and result["skipped"] == 3 and result["done"] == 4
+    assert result["failed"] == {sweep.runs[3].run_id: "boom"}
+    states = {row["run_id"]: row["state"] for row in sweep_status(sweep.root)}
+    assert [states[r.run_id] for r in sweep.runs] == ["done"] * 3 + ["pending"] * 5
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"axes": {"grid": {"data.colour_separation": [0.1, 0.2]}}},
+         "axis data.colour_separation: unknown config key 'data.colour_separation'"),
+        ({"axes": {"grid": {"data.color_separation": []}}}, "axis 'data.color_separation' is empty"),
+        ({"axes": {"seeds": []}}, "axis 'seeds' is empty"),
+        ({"axes": {"seeds": {"model_seed": [1]}}}, "seeds axis key 'model_seed' unknown"),
+        ({"axes": {"zip": [{"data.color_separation": [0.1, 0.2], "data.size_separation": [0.1]}]}},
+         "zip group lists differ in length"),
+        ({"axes": {"grid": {"data.color_separation": [0.1, 2.0]}}}, "bad value for data.color_separation: 2.0"),
+        ({"axes": {"grid": {"train.train_seed": [1]}, "seeds": [1, 2]}}, "'train.train_seed' is set by two axes"),
+        ({"base": "no-such-preset"}, "base: unknown preset 'no-such-preset'"),
+        ({"executor": {"kind": "cloud"}}, "bad value at executor.kind"),
+        ({"axis": {}}, "unknown key 'axis'"),
+    ],
+)
+def test_bad_specs_fail_with_one_line_naming_the_problem(tmp_path, changes, message):
+    source = write_spec(tmp_path / "bad.yaml", **changes)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        expand(source)
+    result = runner.invoke(app, ["sweep", source, "--dry-run"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_override_of_a_swept_key_and_unknown_sweep_are_errors(tmp_path):
+    source = write_spec(tmp_path / "s.yaml")
+    result = runner.invoke(app, ["sweep", source, "data.color_separation=0.5"])
+    assert result.exit_code == 2 and "which the sweep varies" in result.output
+    result = runner.invoke(app, ["sweep", "no-such-sweep"])
+    assert result.exit_code == 2 and "unknown sweep 'no-such-sweep'" in result.output
+
+
+def test_slurm_executor_without_slurm_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo / sbatch here
+    with pytest.raises(ExecutorError, match="SLURM is not reachable"):
+        make_executor("slurm", tmp_path)
+    result = runner.invoke(app, ["sweep", write_spec(tmp_path / "s.yaml"), "--executor", "slurm", "--root",
+                                 str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "slurm executor: SLURM is not reachable (`sbatch` not found on PATH)" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_shipped_sweeps_expand():
+    assert {"concept-signal-sweep-tiny", "concept-signal-sweep-paper"} <= set(sweep_names())
+    tiny = expand("concept-signal-sweep-tiny")
+    assert len(tiny.runs) == 8 and tiny.spec.executor.kind == "local"
+    assert sorted({r.config.data.color_separation for r in tiny.runs}) == [0.3, 0.5, 0.7, 0.9]
+    paper = expand("concept-signal-sweep-paper")
+    assert len(paper.runs) == 100 and paper.spec.executor.kind == "slurm"
+    assert paper.spec.executor.slurm.gpus_per_task == 1
+    assert json.loads(json.dumps(paper.runs[0].values))  # axis values are JSON-able for the manifest
+
+
+def test_a_sweep_folder_reexpands_to_the_same_runs_in_place(tmp_path):
+    sweep = expand(write_spec(tmp_path / "s.yaml"), root=tmp_path / "elsewhere" / "mine")
+    write_manifest(sweep)
+    again = expand(str(sweep.root))
+    assert again.root == sweep.root and again.spec.name == "s"
+    assert [r.run_id for r in again.runs] == [r.run_id for r in sweep.runs]
+
+
+def test_slurm_options_from_the_command_line_override_the_spec(tmp_path):
+    from conceptlab.experiments.executors import with_slurm_options
+
+    plan = expand(write_spec(tmp_path / "s.yaml"))
+    options = with_slurm_options(plan.spec.executor, ["partition=gpu", "time_min=240", "gpus_per_task=1"])
+    assert (options.slurm.partition, options.slurm.time_min, options.slurm.gpus_per_task) == ("gpu", 240, 1)
+    assert plan.spec.executor.slurm.partition is None  # the spec itself is untouched
+    with pytest.raises(ConfigError, match="unknown slurm option 'gpu'"):
+        with_slurm_options(plan.spec.executor, ["gpu=1"])
+    with pytest.raises(ConfigError, match="bad slurm option time_min"):
+        with_slurm_options(plan.spec.executor, ["time_min=0"])
+    result = runner.invoke(app, ["sweep", write_spec(tmp_path / "t.yaml"), "--slurm", "mem=4", "--dry-run"])
+    assert result.exit_code == 2 and "unknown slurm option 'mem'" in result.output

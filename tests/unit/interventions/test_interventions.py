@@ -1,0 +1,189 @@
+"""Interventions on a micro model: variants, edits confined to their own rows, batching, scores and bad input."""
+
+import pytest
+import torch
+
+from conceptlab.studies import build_data
+from conceptlab.data.shapes import ShapesDataConfig
+from conceptlab.models.processes import DiffusionConfig
+from conceptlab.models.unet import ModelConfig
+from conceptlab.hooks import HookNameError, cache_activations, hook_points
+from conceptlab.interventions import (
+    ClassifierFreeGuidance,
+    EmbedderPatching,
+    InterventionContext,
+    InterventionError,
+    LatentEdit,
+    LinearLatentIntervention,
+    NaivePrompting,
+    OverPrompting,
+    Variant,
+    build_variants,
+    concept_embeddings,
+    evaluate_interventions,
+    sample_variants,
+    score_images,
+)
+from conceptlab.models.diffusion_model import build_model
+from conceptlab.probes.concept_classifier import ConceptReading
+
+N, STEPS = 3, 4
+
+
+def _micro_model(seed: int):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(widths=[8, 16], blocks_per_level=1, mid_attention=False, dropout=0.0, pixel_unshuffle=2,
+                      norm_groups=4, prompt_shift=0.5, prompt_scale=4.0)
+    model = build_model(cfg, DiffusionConfig(process="cosine", prediction="v"), prompt_dim=4, image_size=8)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))  # zero-initialised output convs would hide every edit
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def dgp():
+    return build_data(ShapesDataConfig(concepts=["color", "size"], image_size=8, images_per_class=4))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return _micro_model(0)
+
+
+def _context(dgp, model, reference=None, cfg_trained=False) -> InterventionContext:
+    return InterventionContext(
+        concepts=list(dgp.concepts),
+        classes=list(dgp.classes),
+        train_classes=list(dgp.train_classes),
+        class_prompt=dgp.class_prompt,
+        null_prompt=torch.zeros(dgp.prompt_dim),
+        embed=lambda p: concept_embeddings(model, p),
+        embed_reference=(lambda p: concept_embeddings(reference, p)) if reference is not None else None,
+        trained_with_null_prompt=cfg_trained,
+    )
+
+
+def _sample(model, variants, seed=5, max_batch=1024):
+    return sample_variants(model, variants, N, STEPS, torch.Generator().manual_seed(seed), torch.zeros(4), max_batch)
+
+
+def test_over_prompting_moves_only_the_chosen_concept_beyond_the_target(dgp, model):
+    ctx = _context(dgp, model)
+    target = dgp.class_prompt("11")
+    variants = OverPrompting(("color",), (0.0, 0.5)).variants("11", ctx)
+    assert [v.label for v in variants] == ["color+0.00", "color+0.50"]
+    assert torch.equal(variants[0].prompt, target)
+    moved = variants[1].prompt - target
+    color = dgp.prompt_slices()["color"]
+    # red channel down, green (the same for red and blue) unchanged, blue up: half a separation of Δc = 0.4
+    assert moved[color].tolist() == pytest.approx([-0.2, 0.0, 0.2], abs=1e-6)
+    assert moved[dgp.prompt_slices()["size"]].abs().max() == 0  # size untouched
+
+
+def test_linear_edit_shifts_its_own_rows_by_alpha_times_the_embedding_change(dgp, model):
+    ctx = _context(dgp, model)
+    linear = LinearLatentIntervention(boost=("color",), suppress=("size",), alphas=(2.0,), betas=(0.5,))
+    (variant,) = linear.variants("11", ctx)
+    naive = NaivePrompting().variants("11", ctx)[0]
+    emb = concept_embeddings(model, torch.stack([dgp.class_prompt(c) for c in ("11", "01", "10")]))
+    name = "down.0.blocks.0.hook_concept"
+    expected = emb[name][0] + 2.0 * (emb[name][0] - emb[name][1]) + 0.5 * (emb[name][0] - emb[name][2])
+    (edit,) = variant.edits
+    assert edit.sites(name) and not edit.sites("down.0.blocks.0.hook_out")
+    edited = edit.fn(emb[name][:1].expand(N, -1), hook_points(model.net)[name])
+    assert torch.allclose(edited, expected.expand(N, -1), atol=1e-5)
+    with cache_activations(model.net, name) as cache:  # attached first, so it reads the unedited embedding
+        _sample(model, [naive, variant])
+    first = cache[name][0]  # first sampler step, rows [naive × N, linear × N]
+    assert torch.allclose(first, emb[name][0].expand(2 * N, -1), atol=1e-5)
+
+
+def test_edits_never_leak_into_other_rows(dgp, model):
+    ctx = _context(dgp, model)
+    naive = NaivePrompting().variants("11", ctx)[0]
+    strong = LinearLatentIntervention(alphas=(3.0,), betas=(1.0,)).variants("11", ctx)[0]
+    zero = LinearLatentIntervention(alphas=(0.0,), betas=(0.0,)).variants("11", ctx)[0]
+    a, b = _sample(model, [naive, strong]), _sample(model, [naive, zero])
+    assert torch.equal(a[:N], b[:N])  # the naive rows do not see the other variant's edit
+    assert not torch.allclose(a[N:], b[N:])  # the edit itself changes the generations
+    assert torch.allclose(b[N:], _sample(model, [naive, naive])[N:], atol=1e-5)  # α = β = 0 is naive prompting
+    assert not torch.allclose(b[:N], b[N:])  # (variants get their own noise)
+    assert not any(hp.has_hooks for hp in hook_points(model.net).values())
+
+
+def test_patching_with_the_same_weights_is_naive_and_with_other_weights_is_not(dgp, model):
+    naive = NaivePrompting().variants("11", _context(dgp, model))[0]
+    same = EmbedderPatching().variants("11", _context(dgp, model, reference=model))[0]
+    other = EmbedderPatching().variants("11", _context(dgp, model, reference=_micro_model(1)))[0]
+    base = _sample(model, [naive])  # same seed, same layout: the same noise in every call
+    assert torch.allclose(_sample(model, [same]), base, atol=1e-5)
+    assert not torch.allclose(_sample(model, [other]), base, atol=1e-3)
+
+
+def test_batching_groups_guidance_scales_and_chunks_without_changing_shapes(dgp, model):
+    ctx = _context(dgp, model, cfg_trained=True)
+    variants = [v for _, v in build_variants([NaivePrompting(), ClassifierFreeGuidance((0.0, 2.0))], ["11"], ctx)]
+    passes: list[int] = []
+    images = sample_variants(model, variants, N, STEPS, torch.Generator().manual_seed(5), torch.zeros(4),
+                             max_batch=N, on_pass=passes.append)
+    assert images.shape == (3 * N, 3, 8, 8)
+    assert passes == [N, N, N]  # two variants at w = 0 split by max_batch, one at w = 2
+    assert not torch.allclose(images[:N], images[2 * N :])
+
+
+def test_score_counts_invalid_images_as_zero(monkeypatch):
+    import conceptlab.interventions.evaluate as evaluate
+
+    reading = ConceptReading(
+        p_valid=torch.tensor([0.9, 0.9, 0.1]),
+        p_one={"color": torch.tensor([0.8, 0.4, 1.0]), "size": torch.tensor([0.5, 1.0, 1.0])},
+        predicted={"color": torch.tensor([1, 0, 1]), "size": torch.tensor([1, 1, 1])},
+        valid=torch.tensor([True, True, False]),
+    )
+    monkeypatch.setattr(evaluate, "read_concepts", lambda probe, images: reading)
+    row = score_images(torch.zeros(3, 3, 8, 8), "11", ["color", "size"], probe=None)
+    assert row["score"] == pytest.approx((0.8 * 0.5 + 0.4 * 1.0 + 0.0) / 3)
+    assert row["hit_rate"] == pytest.approx(1 / 3) and row["valid_fraction"] == pytest.approx(2 / 3)
+    assert row["p_color"] == pytest.approx(0.6)
+
+
+def test_evaluate_interventions_returns_one_row_per_variant(dgp, model, monkeypatch):
+    import conceptlab.interventions.evaluate as evaluate
+
+    def fake_read(probe, images):
+        n = images.shape[0]
+        half = torch.full((n,), 0.5)
+        return ConceptReading(half, {"color": half, "size": half}, {"color": half.long(), "size": half.long()},
+                              torch.ones(n, dtype=torch.bool))
+
+    monkeypatch.setattr(evaluate, "read_concepts", fake_read)
+    ctx = _context(dgp, model, reference=model)
+    interventions = [NaivePrompting(), OverPrompting(("color", "size"), (0.5,)), EmbedderPatching()]
+    table, images = evaluate_interventions(model, interventions, ["11", "01"], ctx, None, N, STEPS,
+                                           torch.Generator().manual_seed(0))
+    assert len(table) == 2 * 4 and images.shape[0] == 8 * N
+    assert list(table["intervention"][:4]) == ["naive", "over_prompting", "over_prompting", "patching"]
+    assert table["score"].tolist() == pytest.approx([0.25] * 8)
+
+
+def test_bad_input_is_one_clear_error(dgp, model):
+    ctx = _context(dgp, model)
+    with pytest.raises(InterventionError, match="over_prompting.scales is empty"):
+        OverPrompting(("color",), ())
+    with pytest.raises(InterventionError, match="linear.alphas is empty"):
+        LinearLatentIntervention(alphas=())
+    with pytest.raises(InterventionError, match="unknown concept 'shape'"):
+        OverPrompting(("shape",)).variants("11", ctx)
+    with pytest.raises(InterventionError, match="no concept embedding site 'mid.hook_nope'"):
+        LinearLatentIntervention(sites=("mid.hook_nope",)).variants("11", ctx)
+    with pytest.raises(InterventionError, match="reference checkpoint"):
+        EmbedderPatching().variants("11", ctx)
+    with pytest.raises(InterventionError, match="cfg_dropout"):
+        ClassifierFreeGuidance().variants("11", ctx)
+    with pytest.raises(ValueError, match="unknown target class '2'"):
+        build_variants([NaivePrompting()], ["2"], ctx)
+    bad_site = Variant("custom", "x", dgp.class_prompt("11"), edits=(LatentEdit("down.9.hook_concept", lambda h, k: h),))
+    with pytest.raises(HookNameError, match="no hook point 'down.9.hook_concept'"):
+        _sample(model, [bad_site])
+    assert not any(hp.has_hooks for hp in hook_points(model.net).values())
