@@ -60,7 +60,7 @@ def main() -> None:
         load_weights(model, load_checkpoint(list_checkpoints(args.run / "checkpoints")[-1][1])[0])
     probe, _ = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size, progress=False)
     context = intervention_context(cfg, dgp, model, reference=model)  # patching reads the same weights
-    interventions = build_interventions(iv)
+    interventions = build_interventions(iv, cfg.diffusion.guidance_convention)
     targets = list(iv.targets or dgp.held_out_classes)
     steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
 

@@ -10,14 +10,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 
 class StrictConfig(BaseModel):
-    """Base of every config section: unknown keys are errors, assignments are validated."""
+    """Base of every config section: unknown keys are errors, assignments are validated.
+
+    `added_fields` names fields added to a section after configs were first saved: at their default they are left
+    out of the dump (`config.yaml`, and so of run ids and config hashes), so a new switch left at its default
+    describes exactly the run it described before the switch existed.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    added_fields: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_added_defaults(self, handler):
+        data = handler(self)
+        if not self.added_fields or not isinstance(data, dict):
+            return data
+        for name in self.added_fields:
+            field = type(self).model_fields[name]
+            if name in data and getattr(self, name) == field.get_default(call_default_factory=True):
+                del data[name]
+        return data
 
 
 class DataSection(StrictConfig):

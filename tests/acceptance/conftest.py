@@ -24,7 +24,8 @@ def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def hidden_emergence_at_step_300() -> list[str]:
     """CI size of the hidden-emergence family's findings tests: the preset's data and model trained to step 300,
-    only that checkpoint evaluated, 48 generations per intervention, naive and over-prompting only."""
+    only that checkpoint evaluated, 48 generations per intervention, naive and over-prompting only (both latent
+    interventions, the authors' `linear` and our `embedding_shift`, off)."""
     return [
         "train.steps=300",
         "train.checkpoint_schedule=list",
@@ -32,6 +33,7 @@ def hidden_emergence_at_step_300() -> list[str]:
         "eval.samples_per_class=16",
         "eval.interventions.samples=48",
         "eval.interventions.linear=null",
+        "eval.interventions.embedding_shift=null",
         "eval.interventions.patching=null",
     ]
 
@@ -50,6 +52,7 @@ def naive_and_over_prompting_at():
             "eval.samples_per_class=8",
             "eval.interventions.samples=48",
             "eval.interventions.linear=null",
+            "eval.interventions.embedding_shift=null",
             "eval.interventions.patching=null",
         ]
 

@@ -24,6 +24,7 @@ RADIUS_FLOOR = 0.1
 BLUR_SIGMA = 1.0  # pixels
 PROMPT_WIDTH = {"color": 3, "size": 1, "background": 1, "shape": 2}  # natural width of each concept's value
 PAPER11_SLICES = {"shape": slice(0, 2), "color": slice(4, 7), "size": slice(7, 8), "background": slice(8, 11)}
+NEUTRAL = {"color": 0.5, "size": RADIUS_MEAN, "background": 0.5, "shape": 0.5}  # midway between a concept's values
 
 
 class ShapesDataConfig(DataSection):
@@ -32,6 +33,8 @@ class ShapesDataConfig(DataSection):
     Each concept has two values, "0" (default) and "1"; a class is a code such as
     "01" giving the value of each concept in `concepts` order.
     """
+
+    added_fields = ("mask_value",)
 
     kind: Literal["shapes"] = "shapes"
     concepts: list[Concept] = Field(default_factory=lambda: ["color", "size"], min_length=1)
@@ -53,7 +56,14 @@ class ShapesDataConfig(DataSection):
     prompt_mask_fraction: dict[Concept, float] = Field(
         default_factory=dict, description="per concept, fraction of training prompts whose entries are masked"
     )
-    null_value: float = Field(0.0, description="value written into masked / dropped prompt entries")
+    null_value: float = Field(
+        0.0, description="the null prompt's value (every entry): classifier-free-guidance dropout in training and "
+        "the unconditional branch of guidance (the authors': −1); also masked entries unless mask_value is set"
+    )
+    mask_value: float | None = Field(
+        None, description="value of masked prompt entries (prompt_mask_fraction) and of concepts a prompt leaves "
+        "out; None: null_value"
+    )
     data_seed: int = Field(0, ge=0)
 
     @model_validator(mode="before")
@@ -270,6 +280,7 @@ class ShapesDGP:
         self.classes: list[str] = cfg.all_classes()
         self.train_classes: list[str] = cfg.resolved_train_classes()
         self.held_out_classes: list[str] = cfg.resolved_held_out_classes()
+        self.mask_value = cfg.null_value if cfg.mask_value is None else cfg.mask_value
         self.separation = torch.tensor(  # Δ per attribute, ATTRIBUTES order (shape has none)
             [cfg.color_separation, cfg.size_separation, cfg.background_separation, 0.0], dtype=torch.float32
         )
@@ -303,7 +314,7 @@ class ShapesDGP:
     def make_prompt(self, values: dict[str, Tensor]) -> Tensor:
         """Build prompts [N, D] from concept values: color [N,3] RGB, size [N] radius, background [N] grey level,
         shape [N,2] one-hot (any real values allowed, e.g. beyond the training range). Concepts left out are
-        masked (set to `cfg.null_value`); every other entry is 0."""
+        masked (set to the mask value: `cfg.mask_value`, else `cfg.null_value`); every other entry is 0."""
         unknown = set(values) - set(self.concepts)
         if unknown:
             raise ValueError(f"make_prompt: {sorted(unknown)} are not concepts of this DGP ({self.concepts})")
@@ -314,7 +325,7 @@ class ShapesDGP:
         for c in self.concepts:
             sl = self._slices[c]
             if c not in values:
-                prompt[:, sl] = self.cfg.null_value
+                prompt[:, sl] = self.mask_value
                 continue
             v = values[c].float().reshape(n, -1)
             if v.shape[1] != PROMPT_WIDTH[c]:
@@ -335,6 +346,23 @@ class ShapesDGP:
     def class_prompt(self, code: str) -> Tensor:
         """The prompt [D] of class `code` at its exact concept means."""
         return self.scene_prompts(self._scene(self._values(code, 1), exact=True))[0]
+
+    def canonical_prompt(self, concept: str, value: int, offset: float) -> Tensor:
+        """A prompt [D] with only `concept`'s entries set and every other entry 0 (the authors' canonical prompts of
+        the linear latent intervention): each entry at the concept's neutral value (`NEUTRAL`: mid-grey 0.5 for color
+        and background, the mean radius 0.45 for size, 0.5 for shape) moved by `offset` towards the value's class
+        mean — blue at 0.45 is (0.05, 0.05, 0.95), large at 0.15 is a radius of 0.6."""
+        if concept not in self.concepts:
+            raise ValueError(f"canonical_prompt: {concept!r} is not a concept of this DGP ({self.concepts})")
+        if value not in (0, 1):
+            raise ValueError(f"canonical_prompt: a concept's value is 0 or 1, got {value!r}")
+        row = torch.zeros(1, len(ATTRIBUTES), dtype=torch.long)
+        row[0, ATTRIBUTES.index(concept)] = value
+        sl = self._slices[concept]
+        mean = self.scene_prompts(self._scene(row, exact=True))[0, sl]
+        prompt = torch.zeros(self.prompt_dim)
+        prompt[sl] = NEUTRAL[concept] + offset * torch.sign(mean - NEUTRAL[concept])
+        return prompt
 
     # -- sampling ------------------------------------------------------------------------------------------------
     def _scene(self, values: Tensor, exact: bool, generator: torch.Generator | None = None) -> Scene:
@@ -372,7 +400,7 @@ class ShapesDGP:
         n = len(data)
         for concept, fraction in self.cfg.prompt_mask_fraction.items():
             chosen = torch.randperm(n, generator=seeded_generator(seed, "mask", concept))
-            data.prompts[chosen[: round(fraction * n)], self._slices[concept]] = self.cfg.null_value
+            data.prompts[chosen[: round(fraction * n)], self._slices[concept]] = self.mask_value
         return data
 
     def test_set(self, n_per_class: int, seed: int = 0) -> ConceptDataset:

@@ -30,6 +30,7 @@ from conceptlab.data.shapes import ShapesDataConfig
 from conceptlab.data.shapes3d_world import FACTOR_SIZES, Shapes3DDataConfig
 from conceptlab.interventions.config import (
     CustomInterventionConfig,
+    EmbeddingShiftConfig,
     GuidanceConfig,
     InterventionsConfig,
     LinearInterventionConfig,
@@ -50,7 +51,7 @@ DEFAULT_KIND = "shapes"
 
 __all__ = [
     "AbstractionsConfig", "BumpsDataConfig", "CONCEPT_NAMES", "CompositionEvalConfig", "CustomInterventionConfig",
-    "DataConfig", "DataSection", "DiffusionConfig", "EvalConfig", "FACTOR_SIZES", "GeometryConfig",
+    "DataConfig", "DataSection", "DiffusionConfig", "EmbeddingShiftConfig", "EvalConfig", "FACTOR_SIZES", "GeometryConfig",
     "GuidanceConfig", "HeldOutRegion", "InterventionsConfig", "LinearInterventionConfig", "ModelConfig",
     "OverPromptingConfig", "PatchingConfig", "ProbeConfig", "RunConfig", "Shapes3DDataConfig",
     "ShapesDataConfig", "StrictConfig", "TrainConfig", "config_hash", "eval_config_for",

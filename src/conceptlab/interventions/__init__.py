@@ -1,7 +1,7 @@
 """Interventions that reveal hidden capabilities: composable objects evaluated together in batched passes.
 
-Built in: `NaivePrompting`, `OverPrompting`, `LinearLatentIntervention`,
-`EmbedderPatching`, `ClassifierFreeGuidance`. Each turns a target class into
+Built in: `NaivePrompting`, `OverPrompting`, `LinearLatentIntervention` (the
+authors'), `EmbeddingShift` (ours), `EmbedderPatching`, `ClassifierFreeGuidance`. Each turns a target class into
 `Variant`s (prompt, latent edits on its own rows, guidance scale);
 `evaluate_interventions` samples all of them in as few passes as possible and
 scores them with the concept probe. Your own intervention is any object with a
@@ -29,12 +29,13 @@ from conceptlab.interventions.evaluate import (
 )
 from conceptlab.interventions.config import InterventionsConfig, build_interventions
 from conceptlab.interventions.guidance import ClassifierFreeGuidance
-from conceptlab.interventions.latent import EmbedderPatching, LinearLatentIntervention
+from conceptlab.interventions.latent import EmbedderPatching, EmbeddingShift, LinearLatentIntervention
 from conceptlab.interventions.prompting import NaivePrompting, OverPrompting
 
 __all__ = [
     "ClassifierFreeGuidance",
     "EmbedderPatching",
+    "EmbeddingShift",
     "Intervention",
     "InterventionContext",
     "InterventionError",

@@ -59,7 +59,9 @@ class InterventionContext:
 
     `embed(prompts)` → {hook name: [N, C]} concept embeddings under the current
     weights; `embed_reference(prompts)` the same under the reference checkpoint
-    (default: the run's final one), or None when no reference was given.
+    (default: the run's final one), or None when no reference was given;
+    `canonical_prompt(concept, value, offset)` a prompt with only that concept's
+    entries set (the data's, e.g. `ShapesDGP.canonical_prompt`), or None.
     """
 
     concepts: list[str]
@@ -70,6 +72,7 @@ class InterventionContext:
     embed: Callable[[Tensor], dict[str, Tensor]]
     embed_reference: Callable[[Tensor], dict[str, Tensor]] | None = None
     trained_with_null_prompt: bool = False
+    canonical_prompt: Callable[[str, int, float], Tensor] | None = None
 
     def flipped(self, code: str, concept: str) -> str:
         """The class code with `concept`'s value flipped (the concept's other value)."""

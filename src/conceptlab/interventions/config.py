@@ -1,20 +1,20 @@
 """The `eval.interventions` config section and `build_interventions`: the interventions a run evaluates.
 
-Built in: naive prompting, over-prompting, the linear latent intervention, embedder patching and classifier-free
-guidance, each switched on by its subsection; `custom` adds your own by import path.
+Built in: naive prompting, over-prompting, the authors' linear latent intervention, our embedding shift, embedder
+patching and classifier-free guidance, each switched on by its subsection; `custom` adds your own by import path.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_serializer, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from conceptlab.config_base import StrictConfig
 from conceptlab.data.shapes import Concept
 from conceptlab.interventions.base import Intervention
 from conceptlab.interventions.guidance import ClassifierFreeGuidance
-from conceptlab.interventions.latent import EmbedderPatching, LinearLatentIntervention
+from conceptlab.interventions.latent import EmbedderPatching, EmbeddingShift, LinearLatentIntervention
 from conceptlab.interventions.prompting import NaivePrompting, OverPrompting
 from conceptlab.plugins import PluginError, require, resolve
 
@@ -27,7 +27,29 @@ class OverPromptingConfig(StrictConfig):
 
 
 class LinearInterventionConfig(StrictConfig):
-    """Shift every concept embedding by α·Δ(boosted concepts) + β·Δ(suppressed concepts)."""
+    """The authors' linear latent intervention (`interventions.latent.LinearLatentIntervention`): per block,
+    h₁ = h + α (h·u) u, h₂ = h₁ − β (h₁·v) v, u and v the unit embeddings of the boosted and suppressed concepts'
+    canonical prompts."""
+
+    boost: list[Concept] = Field(default_factory=lambda: ["color"])
+    suppress: list[Concept] = Field(default_factory=lambda: ["size"])
+    alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 2.0], min_length=1)
+    betas: list[float] = Field(default_factory=lambda: [0.1], min_length=1)
+    boost_offset: float = Field(
+        0.45, gt=0.0, description="canonical prompt of a boosted concept: its target value this far from the "
+        "concept's neutral value per entry (0.45: blue = (0.05, 0.05, 0.95), the authors')"
+    )
+    suppress_offset: float = Field(
+        0.15, gt=0.0, description="canonical prompt of a suppressed concept: its other value this far from neutral "
+        "(0.15: large = radius 0.6, the authors')"
+    )
+    sites: list[str] | None = Field(None, description="hook_concept sites to edit (default: all)")
+
+
+class EmbeddingShiftConfig(StrictConfig):
+    """Our variant (`interventions.latent.EmbeddingShift`): shift every concept embedding by α·Δ(boosted concepts)
+    + β·Δ(suppressed concepts), Δ the embedding change between the target's class prompt and the class differing
+    in that concept."""
 
     boost: list[Concept] = Field(default_factory=lambda: ["color"])
     suppress: list[Concept] = Field(default_factory=lambda: ["size"])
@@ -77,10 +99,17 @@ class CustomInterventionConfig(StrictConfig):
 class InterventionsConfig(StrictConfig):
     """Hidden-capability evaluation: interventions on target classes at every (k-th) checkpoint."""
 
+    added_fields = ("embedding_shift", "custom")
+
     targets: list[str] | None = Field(None, description="class codes to elicit (default: the held-out classes)")
     naive: bool = True
     over_prompting: OverPromptingConfig | None = Field(default_factory=OverPromptingConfig)
-    linear: LinearInterventionConfig | None = Field(default_factory=LinearInterventionConfig)
+    linear: LinearInterventionConfig | None = Field(
+        default_factory=LinearInterventionConfig, description="the authors' linear latent intervention"
+    )
+    embedding_shift: EmbeddingShiftConfig | None = Field(
+        None, description="our translation of the concept embedding (the fast variant's former `linear`)"
+    )
     patching: PatchingConfig | None = Field(default_factory=PatchingConfig)
     cfg: GuidanceConfig | None = None
     samples: int = Field(32, ge=1, description="images per variant and checkpoint")
@@ -91,7 +120,7 @@ class InterventionsConfig(StrictConfig):
     max_batch: int = Field(512, ge=1, description="images per sampling pass")
     seed: int = Field(1, ge=0)
     custom: list[CustomInterventionConfig] = Field(
-        default_factory=list, description="your own interventions, by import path (left out of the saved config when empty)"
+        default_factory=list, description="your own interventions, by import path"
     )
 
     @field_validator("targets", mode="before")
@@ -102,7 +131,7 @@ class InterventionsConfig(StrictConfig):
 
     @model_validator(mode="after")
     def _distinct_custom_names(self) -> "InterventionsConfig":
-        taken = {"naive", "over_prompting", "linear", "patching", "cfg"}
+        taken = {"naive", "over_prompting", "linear", "embedding_shift", "patching", "cfg"}
         for custom in self.custom:
             name = custom.build().name
             if name in taken:
@@ -110,17 +139,10 @@ class InterventionsConfig(StrictConfig):
             taken.add(name)
         return self
 
-    @model_serializer(mode="wrap")
-    def _omit_empty_custom(self, handler):
-        """Configs without custom interventions dump exactly as before they existed (same run ids)."""
-        data = handler(self)
-        if not self.custom and isinstance(data, dict):
-            data.pop("custom", None)
-        return data
 
-
-def build_interventions(cfg: InterventionsConfig) -> list[Intervention]:
-    """The interventions `cfg` enables, naive prompting first, custom ones last (in their listed order)."""
+def build_interventions(cfg: InterventionsConfig, guidance_convention: str = "ho_salimans") -> list[Intervention]:
+    """The interventions `cfg` enables, naive prompting first, custom ones last (in their listed order); CFG scales
+    are in `guidance_convention` (`diffusion.guidance_convention`)."""
     out: list[Intervention] = []
     if cfg.naive:
         out.append(NaivePrompting())
@@ -129,11 +151,16 @@ def build_interventions(cfg: InterventionsConfig) -> list[Intervention]:
     if cfg.linear is not None:
         lin = cfg.linear
         sites = tuple(lin.sites) if lin.sites is not None else None
-        out.append(LinearLatentIntervention(tuple(lin.boost), tuple(lin.suppress), lin.alphas, lin.betas, sites))
+        out.append(LinearLatentIntervention(tuple(lin.boost), tuple(lin.suppress), lin.alphas, lin.betas,
+                                            lin.boost_offset, lin.suppress_offset, sites))
+    if cfg.embedding_shift is not None:
+        shift = cfg.embedding_shift
+        sites = tuple(shift.sites) if shift.sites is not None else None
+        out.append(EmbeddingShift(tuple(shift.boost), tuple(shift.suppress), shift.alphas, shift.betas, sites))
     if cfg.patching is not None:
         sites = tuple(cfg.patching.sites) if cfg.patching.sites is not None else None
         out.append(EmbedderPatching(sites))
     if cfg.cfg is not None:
-        out.append(ClassifierFreeGuidance(tuple(cfg.cfg.scales)))
+        out.append(ClassifierFreeGuidance(tuple(cfg.cfg.scales), guidance_convention))
     out.extend(custom.build() for custom in cfg.custom)
     return out

@@ -1,9 +1,11 @@
 """Classifier-free guidance as an intervention: the target prompt sampled at guidance scales w.
 
-Guidance mixes (1 + w)·cond − w·uncond; it only means something when the model
-was trained with label dropout (`diffusion.cfg_dropout > 0`), so the context
-must say the null prompt was trained. Park et al. (finding 5): CFG helps only
-after the capability transition.
+A scale w means what `convention` says (`diffusion.guidance_convention`):
+ho_salimans (1 + w)·cond − w·uncond, w = 0 conditional; diffusers (the authors')
+uncond + w·(cond − uncond), w = 1 conditional; each variant's label names it.
+Guidance only means something when the model was trained with label dropout
+(`diffusion.cfg_dropout > 0`), so the context must say the null prompt was
+trained. Park et al. (finding 5): CFG helps only after the capability transition.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ class ClassifierFreeGuidance:
     """The target's prompt at each guidance scale in `scales`."""
 
     scales: Sequence[float] = (1.0, 3.0)
+    convention: str = "ho_salimans"
     name: str = "cfg"
 
     def __post_init__(self) -> None:
+        if self.convention not in ("ho_salimans", "diffusers"):
+            raise InterventionError(f"cfg convention must be ho_salimans or diffusers, got {self.convention!r}")
         scales = tuple(check_grid("cfg.scales", self.scales))
         if any(w < 0 for w in scales):
             raise InterventionError(f"cfg.scales must be ≥ 0, got {list(scales)}")
@@ -33,4 +38,4 @@ class ClassifierFreeGuidance:
                 "classifier-free guidance needs a model trained with label dropout; set diffusion.cfg_dropout > 0"
             )
         prompt = context.class_prompt(target)
-        return [Variant(self.name, f"w{w:g}", prompt, guidance_scale=w) for w in self.scales]
+        return [Variant(self.name, f"w{w:g} ({self.convention})", prompt, guidance_scale=w) for w in self.scales]

@@ -16,8 +16,10 @@ Implemented:
 - `VariationalDiffusion`: Kingma et al.'s VDM as used by Park et al. — learned
   linear γ(t) = −λ(t) = b + |w|·t (init γ_min..γ_max), ε-prediction with the
   network output added to its input (ε̂ = net(z_t) + z_t), continuous-time VLB
-  (diffusion + prior + discretised reconstruction terms, bits per dim) and
-  antithetic time sampling.
+  (diffusion + prior + reconstruction terms, bits per dim) and antithetic time
+  sampling. Two of the authors' choices are switches: the time the network sees
+  (`time_input`: t, or their normalised log-SNR) and the reconstruction term
+  (Kingma et al.'s discretised Gaussian, or their N(x; z_0/α_0, data_noise²)).
 - `CosineDiffusion`: fixed cosine log-SNR λ(t) = −2 log tan(πt/2) clipped to
   [λ_min, λ_max], ε- or v-prediction with an unweighted MSE loss.
 """
@@ -90,8 +92,22 @@ class VariationalDiffusion(DiffusionProcess):
 
     prediction = "eps"
 
-    def __init__(self, gamma_min: float = -5.0, gamma_max: float = 10.0, learn_schedule: bool = True):
+    def __init__(
+        self,
+        gamma_min: float = -5.0,
+        gamma_max: float = 10.0,
+        learn_schedule: bool = True,
+        time_input: str = "t",
+        reconstruction: str = "discretized_gaussian",
+        data_noise: float = 1e-3,
+    ):
         super().__init__()
+        if time_input not in ("t", "normalized_gamma"):
+            raise ValueError(f"time_input must be 't' or 'normalized_gamma', got {time_input!r}")
+        if reconstruction not in ("discretized_gaussian", "gaussian"):
+            raise ValueError(f"reconstruction must be 'discretized_gaussian' or 'gaussian', got {reconstruction!r}")
+        self.time_input, self.reconstruction, self.data_noise = time_input, reconstruction, float(data_noise)
+        self.gamma_range = (float(gamma_min), float(gamma_max))  # the configured constants, fixed
         b = torch.tensor(float(gamma_min))
         w = torch.tensor(float(gamma_max - gamma_min))
         if learn_schedule:
@@ -106,8 +122,16 @@ class VariationalDiffusion(DiffusionProcess):
     def logsnr(self, t: Tensor) -> Tensor:
         return -self.gamma(t)
 
+    def network_time(self, t: Tensor) -> Tensor:
+        """The time the network is given: t, or (γ(t) − γ_min)/(γ_max − γ_min) with the configured γ_min, γ_max
+        (`time_input="normalized_gamma"`, the authors'; γ is the learned schedule, so its gradient flows)."""
+        if self.time_input == "t":
+            return t
+        lo, hi = self.gamma_range
+        return (self.gamma(t) - lo) / (hi - lo)
+
     def network_output(self, net: Network, z: Tensor, t: Tensor, prompt: Tensor) -> Tensor:
-        return net(z, t, prompt).float() + z
+        return net(z, self.network_time(t), prompt).float() + z
 
     def loss(self, net: Network, x: Tensor, prompt: Tensor, generator: torch.Generator | None):
         n, dims = x.shape[0], x[0].numel()
@@ -121,11 +145,14 @@ class VariationalDiffusion(DiffusionProcess):
         one = torch.ones(n, device=x.device)
         a1, s1 = (_broadcast(v, x) for v in self.alpha_sigma(one))
         prior = 0.5 * (s1**2 + (a1 * x) ** 2 - torch.log(s1**2) - 1.0).flatten(1).sum(1)
-        # Reconstruction term: −log p(x | z_0) with a Gaussian discretised to 256 bins.
+        # Reconstruction term −log p(x | z_0): a Gaussian discretised to 256 bins, or the authors' N(z_0/α_0, data_noise²).
         zero = torch.zeros(n, device=x.device)
         a0, s0 = (_broadcast(v, x) for v in self.alpha_sigma(zero))
         z0 = a0 * x + s0 * torch.randn(x.shape, generator=generator, device=x.device)
-        recon = -discretised_gaussian_log_likelihood(x, z0 / a0, s0 / a0).flatten(1).sum(1)
+        if self.reconstruction == "gaussian":
+            recon = -torch.distributions.Normal(z0 / a0, self.data_noise).log_prob(x).flatten(1).sum(1)
+        else:
+            recon = -discretised_gaussian_log_likelihood(x, z0 / a0, s0 / a0).flatten(1).sum(1)
         scale = 1.0 / (dims * math.log(2.0))
         total = ((diffusion + prior + recon) * scale).mean()
         metrics = {

@@ -7,7 +7,7 @@ from torch import Tensor, nn
 
 from conceptlab.models.diffusion import DiffusionProcess
 from conceptlab.models.encodings import SinusoidalEncoding
-from conceptlab.models.processes import DiffusionConfig, build_process
+from conceptlab.models.processes import DiffusionConfig, build_process, guidance_offset
 from conceptlab.models.sampling import ancestral_sample
 from conceptlab.models.unet import ConceptUNet, ModelConfig
 
@@ -15,11 +15,16 @@ from conceptlab.models.unet import ConceptUNet, ModelConfig
 class DiffusionModel(nn.Module):
     """`net` (the UNet, with hook points) + `process` (schedule, loss, parameterisation)."""
 
-    def __init__(self, net: nn.Module, process: DiffusionProcess, image_shape: tuple[int, int, int]):
+    def __init__(
+        self, net: nn.Module, process: DiffusionProcess, image_shape: tuple[int, int, int],
+        guidance_convention: str = "ho_salimans",
+    ):
         super().__init__()
         self.net = net
         self.process = process
         self.image_shape = tuple(image_shape)
+        guidance_offset(0.0, guidance_convention)  # refuses an unknown convention
+        self.guidance_convention = guidance_convention
 
     def loss(self, images: Tensor, prompts: Tensor, generator: torch.Generator | None = None):
         """Training loss on a batch of [0,1] images and their prompts; returns (loss, metrics)."""
@@ -33,10 +38,10 @@ class DiffusionModel(nn.Module):
         guidance_scale: float = 0.0,
         null_prompt: Tensor | None = None,
     ) -> Tensor:
-        """One image in [0,1] per prompt row (ancestral sampler)."""
-        return ancestral_sample(
-            self.process, self.net, prompts, self.image_shape, steps, generator, guidance_scale, null_prompt
-        )
+        """One image in [0,1] per prompt row (ancestral sampler); `guidance_scale` in this model's guidance
+        convention (`models.processes.guidance_offset`)."""
+        offset = guidance_offset(guidance_scale, self.guidance_convention)
+        return ancestral_sample(self.process, self.net, prompts, self.image_shape, steps, generator, offset, null_prompt)
 
 
 def build_model(
@@ -66,4 +71,4 @@ def build_model(
         )
     net = ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels, prompt_encoder=encoder)
     process = build_process(diffusion_cfg, attribute_sizes, 0.0 if null_value is None else null_value)
-    return DiffusionModel(net, process, (channels, image_size, image_size))
+    return DiffusionModel(net, process, (channels, image_size, image_size), diffusion_cfg.guidance_convention)

@@ -17,6 +17,8 @@ from conceptlab.hooks.hook_point import HookPoint, name_hook_points
 class ModelConfig(StrictConfig):
     """Conditional UNet with named hook points (see `models.unet`)."""
 
+    added_fields = ("embedding_final_gelu", "norm_eps")
+
     widths: list[int] = Field(default_factory=lambda: [64, 128, 256], min_length=1)
     blocks_per_level: int = Field(2, ge=1)
     mid_attention: bool = True
@@ -39,6 +41,11 @@ class ModelConfig(StrictConfig):
     prompt_min_wavelength: float = Field(2.0, gt=0.0, description="sinusoidal, non-periodic: shortest wavelength")
     prompt_max_wavelength: float = Field(64.0, gt=0.0, description="sinusoidal, non-periodic: longest wavelength")
     prompt_include_raw: bool = Field(False, description="sinusoidal: also pass the raw entries")
+    embedding_final_gelu: bool = Field(
+        False, description="end every time and concept MLP with a GELU (Linear→GELU→Linear→GELU, the authors' "
+        "network); off: Linear→GELU→Linear"
+    )
+    norm_eps: float = Field(1e-5, gt=0.0, description="GroupNorm epsilon (the authors' network: 1e-6)")
 
     @model_validator(mode="after")
     def _groups_divide(self) -> "ModelConfig":
@@ -62,9 +69,11 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _mlp(in_dim: int, out_dim: int) -> nn.Sequential:
-    """Linear → GELU → Linear, the shape of every time and concept embedder."""
-    return nn.Sequential(nn.Linear(in_dim, out_dim), nn.GELU(), nn.Linear(out_dim, out_dim))
+def _mlp(in_dim: int, out_dim: int, final_gelu: bool = False) -> nn.Sequential:
+    """Linear → GELU → Linear (→ GELU with `final_gelu`, the authors'), the shape of every time and concept
+    embedder."""
+    layers = [nn.Linear(in_dim, out_dim), nn.GELU(), nn.Linear(out_dim, out_dim)]
+    return nn.Sequential(*layers, nn.GELU()) if final_gelu else nn.Sequential(*layers)
 
 
 def _zero_init(module: nn.Module) -> nn.Module:
@@ -88,17 +97,18 @@ class ResBlock(nn.Module):
     """
 
     def __init__(
-        self, in_ch: int, out_ch: int, cond_dim: int, prompt_dim: int | None, groups: int, dropout: float
+        self, in_ch: int, out_ch: int, cond_dim: int, prompt_dim: int | None, groups: int, dropout: float,
+        final_gelu: bool = False, eps: float = 1e-5,
     ) -> None:
         super().__init__()
         self.hook_in = HookPoint()
-        self.norm1 = nn.GroupNorm(groups, in_ch)
+        self.norm1 = nn.GroupNorm(groups, in_ch, eps=eps)
         self.conv1 = nn.Conv2d(in_ch, out_ch, 3, padding=1)
-        self.time_mlp = _mlp(cond_dim, out_ch)
+        self.time_mlp = _mlp(cond_dim, out_ch, final_gelu)
         self.hook_time = HookPoint()
-        self.concept_embedder = _mlp(prompt_dim, out_ch) if prompt_dim is not None else None
+        self.concept_embedder = _mlp(prompt_dim, out_ch, final_gelu) if prompt_dim is not None else None
         self.hook_concept = HookPoint() if prompt_dim is not None else None
-        self.norm2 = nn.GroupNorm(groups, out_ch)
+        self.norm2 = nn.GroupNorm(groups, out_ch, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.conv2 = _zero_init(nn.Conv2d(out_ch, out_ch, 3, padding=1))
         self.skip = nn.Conv2d(in_ch, out_ch, 1) if in_ch != out_ch else nn.Identity()
@@ -118,10 +128,10 @@ class ResBlock(nn.Module):
 class Attention(nn.Module):
     """Multi-head self-attention over pixels: pre-GroupNorm, 1×1 q/k/v and output convs, residual; `hook_out`."""
 
-    def __init__(self, channels: int, heads: int, groups: int) -> None:
+    def __init__(self, channels: int, heads: int, groups: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.heads = heads
-        self.norm = nn.GroupNorm(groups, channels)
+        self.norm = nn.GroupNorm(groups, channels, eps=eps)
         self.qkv = nn.Conv2d(channels, 3 * channels, 1)
         self.proj = nn.Conv2d(channels, channels, 1)
         self.hook_out = HookPoint()
@@ -172,7 +182,10 @@ class ConceptUNet(nn.Module):
 
     The prompt is normalised, p' = (p − prompt_shift)·prompt_scale. Time is a
     sinusoidal embedding of 1000·t → MLP (w0 → 4w0 → 4w0), shared by all
-    blocks. Concept conditioning (cfg.concept_embedder):
+    blocks; the t it receives is the diffusion process's choice (the VDM's
+    `time_input`: t itself, or the authors' normalised log-SNR). Every time and
+    concept MLP is Linear→GELU→Linear, with a last GELU when
+    `cfg.embedding_final_gelu` (the authors' network); GroupNorms use `cfg.norm_eps`. Concept conditioning (cfg.concept_embedder):
       per_block: every ResBlock has its own concept embedder, an MLP
         (P → C → C) whose output, the block's concept embedding, is a
         per-channel bias; these are the sites of latent interventions.
@@ -218,16 +231,17 @@ class ConceptUNet(nn.Module):
         block_prompt_dim = prompt_dim if per_block else None
 
         def block(cin: int, cout: int) -> ResBlock:
-            return ResBlock(cin, cout, cond_dim, block_prompt_dim, groups, cfg.dropout)
+            return ResBlock(cin, cout, cond_dim, block_prompt_dim, groups, cfg.dropout, cfg.embedding_final_gelu,
+                            cfg.norm_eps)
 
         half = w0 // 2
         self.register_buffer(
             "frequencies", torch.exp(-math.log(1e4) * torch.arange(half) / max(half - 1, 1)), persistent=False
         )
         self.hook_prompt = HookPoint()
-        self.time_embedder = _mlp(w0, cond_dim)
+        self.time_embedder = _mlp(w0, cond_dim, cfg.embedding_final_gelu)
         self.hook_time = HookPoint()
-        self.concept_embedder = None if per_block else _mlp(prompt_dim, cond_dim)
+        self.concept_embedder = None if per_block else _mlp(prompt_dim, cond_dim, cfg.embedding_final_gelu)
         self.hook_concept = None if per_block else HookPoint()
         self.in_conv = nn.Conv2d(image_channels * r * r, w0, 3, padding=1)
 
@@ -240,7 +254,7 @@ class ConceptUNet(nn.Module):
             self.down.append(Level(blocks, resample))
 
         w_mid = widths[-1]
-        attn = Attention(w_mid, cfg.attention_heads, groups) if cfg.mid_attention else None
+        attn = Attention(w_mid, cfg.attention_heads, groups, cfg.norm_eps) if cfg.mid_attention else None
         self.mid = Middle([block(w_mid, w_mid), block(w_mid, w_mid)], attn)
 
         self.up = nn.ModuleList()
@@ -251,7 +265,7 @@ class ConceptUNet(nn.Module):
             resample = nn.ConvTranspose2d(w, widths[i - 1], 2, stride=2) if i > 0 else _same_resolution_conv(w)
             self.up.append(Level(blocks, resample))
 
-        self.out_norm = nn.GroupNorm(groups, w0)
+        self.out_norm = nn.GroupNorm(groups, w0, eps=cfg.norm_eps)
         self.out_conv = _zero_init(nn.Conv2d(w0, image_channels * r * r, 3, padding=1))
         self.hook_out = HookPoint()
         name_hook_points(self)

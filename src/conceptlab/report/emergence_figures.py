@@ -23,6 +23,7 @@ INTERVENTION_COLORS = {
     "naive": "#444444",
     "over_prompting": "#1f77b4",
     "linear": "#d62728",
+    "embedding_shift": "#ff7f0e",
     "patching": "#2ca02c",
     "cfg": "#9467bd",
 }

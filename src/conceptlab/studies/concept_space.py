@@ -55,6 +55,8 @@ def _check_interventions(cfg) -> None:
         "over_prompting.concepts": iv.over_prompting.concepts if iv.over_prompting else [],
         "linear.boost": iv.linear.boost if iv.linear else [],
         "linear.suppress": iv.linear.suppress if iv.linear else [],
+        "embedding_shift.boost": iv.embedding_shift.boost if iv.embedding_shift else [],
+        "embedding_shift.suppress": iv.embedding_shift.suppress if iv.embedding_shift else [],
     }
     for where, values in named.items():
         for c in values:
@@ -72,7 +74,7 @@ def _check_interventions(cfg) -> None:
         raise ValueError("eval.interventions has no targets: no class is held out; set eval.interventions.targets")
     if iv.cfg is not None and cfg.diffusion.cfg_dropout <= 0:
         raise ValueError("eval.interventions.cfg needs a model trained with label dropout: diffusion.cfg_dropout > 0")
-    if not (iv.naive or iv.over_prompting or iv.linear or iv.patching or iv.cfg or iv.custom):
+    if not (iv.naive or iv.over_prompting or iv.linear or iv.embedding_shift or iv.patching or iv.cfg or iv.custom):
         raise ValueError("eval.interventions enables no intervention")
 
 

@@ -52,7 +52,7 @@ def check_sites(cfg, model) -> None:
     if iv is None:
         return
     sites = sorted(name for name in hook_points(model.net) if name.endswith("hook_concept"))
-    for where, named in (("linear", iv.linear), ("patching", iv.patching)):
+    for where, named in (("linear", iv.linear), ("embedding_shift", iv.embedding_shift), ("patching", iv.patching)):
         for site in (named.sites or []) if named is not None else []:
             if site not in sites:
                 raise InterventionError(
@@ -89,13 +89,14 @@ def intervention_context(cfg, dgp, model, reference=None) -> InterventionContext
         embed=lambda prompts: concept_embeddings(model, prompts),
         embed_reference=(lambda prompts: concept_embeddings(reference, prompts)) if reference is not None else None,
         trained_with_null_prompt=cfg.diffusion.cfg_dropout > 0,
+        canonical_prompt=getattr(dgp, "canonical_prompt", None),
     )
 
 
 def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int, Path]]) -> Measurement:
     """The per-checkpoint measurement: every configured intervention on every target, scored with the probe."""
     iv = cfg.eval.interventions
-    interventions = build_interventions(iv)
+    interventions = build_interventions(iv, cfg.diffusion.guidance_convention)
     targets = list(iv.targets or dgp.held_out_classes)
     device = next(model.parameters()).device
     steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps

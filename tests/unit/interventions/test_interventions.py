@@ -13,6 +13,7 @@ from conceptlab.interventions import (
     EmbedderPatching,
     InterventionContext,
     InterventionError,
+    EmbeddingShift,
     LatentEdit,
     LinearLatentIntervention,
     NaivePrompting,
@@ -61,6 +62,7 @@ def _context(dgp, model, reference=None, cfg_trained=False) -> InterventionConte
         embed=lambda p: concept_embeddings(model, p),
         embed_reference=(lambda p: concept_embeddings(reference, p)) if reference is not None else None,
         trained_with_null_prompt=cfg_trained,
+        canonical_prompt=dgp.canonical_prompt,
     )
 
 
@@ -81,10 +83,11 @@ def test_over_prompting_moves_only_the_chosen_concept_beyond_the_target(dgp, mod
     assert moved[dgp.prompt_slices()["size"]].abs().max() == 0  # size untouched
 
 
-def test_linear_edit_shifts_its_own_rows_by_alpha_times_the_embedding_change(dgp, model):
+def test_embedding_shift_moves_its_own_rows_by_alpha_times_the_embedding_change(dgp, model):
     ctx = _context(dgp, model)
-    linear = LinearLatentIntervention(boost=("color",), suppress=("size",), alphas=(2.0,), betas=(0.5,))
-    (variant,) = linear.variants("11", ctx)
+    shift = EmbeddingShift(boost=("color",), suppress=("size",), alphas=(2.0,), betas=(0.5,))
+    (variant,) = shift.variants("11", ctx)
+    assert variant.intervention == "embedding_shift"
     naive = NaivePrompting().variants("11", ctx)[0]
     emb = concept_embeddings(model, torch.stack([dgp.class_prompt(c) for c in ("11", "01", "10")]))
     name = "down.0.blocks.0.hook_concept"
@@ -95,15 +98,90 @@ def test_linear_edit_shifts_its_own_rows_by_alpha_times_the_embedding_change(dgp
     assert torch.allclose(edited, expected.expand(N, -1), atol=1e-5)
     with cache_activations(model.net, name) as cache:  # attached first, so it reads the unedited embedding
         _sample(model, [naive, variant])
-    first = cache[name][0]  # first sampler step, rows [naive × N, linear × N]
+    first = cache[name][0]  # first sampler step, rows [naive × N, shifted × N]
     assert torch.allclose(first, emb[name][0].expand(2 * N, -1), atol=1e-5)
+
+
+class _Embeddings:
+    """A context's `embed` over synthetic embeddings: canonical prompts (told apart by their entries) → fixed vectors."""
+
+    def __init__(self, table: dict[tuple, torch.Tensor]):
+        self.table = table
+
+    def __call__(self, prompts):
+        rows = [self.table[tuple(round(v, 4) for v in p.tolist())] for p in prompts]
+        return {"site": torch.stack(rows)}
+
+
+def _synthetic_context(dgp, u, v):
+    """u: the embedding of the blue canonical prompt, v: of the large one (what the authors' linear reads)."""
+    blue, large = dgp.canonical_prompt("color", 1, 0.45), dgp.canonical_prompt("size", 0, 0.15)
+    embed = _Embeddings({tuple(round(x, 4) for x in blue.tolist()): 3.0 * u,  # not unit: the intervention normalises
+                         tuple(round(x, 4) for x in large.tolist()): 0.5 * v})
+    return InterventionContext(concepts=list(dgp.concepts), classes=list(dgp.classes),
+                               train_classes=list(dgp.train_classes), class_prompt=dgp.class_prompt,
+                               null_prompt=torch.zeros(dgp.prompt_dim), embed=embed,
+                               canonical_prompt=dgp.canonical_prompt)
+
+
+class _Hook:
+    name = "site"
+
+
+def test_authors_linear_scales_the_component_along_u_and_leaves_the_rest(dgp):
+    """h = a·u + b·w with w ⟂ u, v and β = 0: the edit gives (1 + α)·a·u + b·w."""
+    u, v, w = torch.eye(4)[0], torch.eye(4)[1], torch.eye(4)[2]
+    ctx = _synthetic_context(dgp, u, v)
+    linear = LinearLatentIntervention(alphas=(0.1, 1.0, 2.0), betas=(0.0,))
+    h = (1.5 * u + 0.7 * w)[None]
+    for variant, alpha in zip(linear.variants("11", ctx), (0.1, 1.0, 2.0)):
+        (edit,) = variant.edits
+        assert torch.allclose(edit.fn(h, _Hook()), ((1 + alpha) * 1.5 * u + 0.7 * w)[None])
+        assert variant.intervention == "linear" and torch.equal(variant.prompt, dgp.class_prompt("11"))
+
+
+def test_authors_linear_takes_vs_component_after_the_first_edit(dgp):
+    """u and v not orthogonal: h₂ = h₁ − β (h₁·v) v with h₁ = h + α (h·u) u, not with h."""
+    u = torch.tensor([1.0, 0.0, 0.0, 0.0])
+    v = torch.tensor([0.6, 0.8, 0.0, 0.0])
+    ctx = _synthetic_context(dgp, u, v)
+    (variant,) = LinearLatentIntervention(alphas=(2.0,), betas=(0.5,)).variants("11", ctx)
+    h = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    h1 = h + 2.0 * (h @ u) * u
+    expected = h1 - 0.5 * (h1 @ v) * v
+    wrong = h1 - 0.5 * (h @ v) * v  # v's component of the unedited h
+    got = variant.edits[0].fn(h, _Hook())
+    assert torch.allclose(got, expected) and not torch.allclose(got, wrong)
+    assert [x.label for x in LinearLatentIntervention(alphas=(1.0, 2.0), betas=(0.1,)).variants("11", ctx)] == \
+        ["a1,b0.1", "a2,b0.1"]
+
+
+def test_authors_linear_reads_the_canonical_prompts_of_the_target(dgp, model):
+    """For blue-small: boost blue (0.05, 0.05, 0.95), suppress large (radius 0.6); for red-small: boost red."""
+    ctx = _context(dgp, model)
+    canon = LinearLatentIntervention().canonical_prompts("11", ctx)
+    assert [(role, c) for role, c, _ in canon] == [("boost", "color"), ("suppress", "size")]
+    color, size = dgp.prompt_slices()["color"], dgp.prompt_slices()["size"]
+    assert canon[0][2][color].tolist() == pytest.approx([0.05, 0.05, 0.95]) and canon[0][2][size].abs().max() == 0
+    assert canon[1][2][size].tolist() == pytest.approx([0.6]) and canon[1][2][color].abs().max() == 0
+    red = LinearLatentIntervention().canonical_prompts("01", ctx)
+    assert red[0][2][color].tolist() == pytest.approx([0.95, 0.05, 0.05])
+    # on the real network: the edit at every block's site is the projection rule on that block's own embeddings
+    (variant,) = LinearLatentIntervention(alphas=(2.0,), betas=(0.1,)).variants("11", ctx)
+    name = "down.0.blocks.0.hook_concept"
+    emb = concept_embeddings(model, torch.stack([dgp.class_prompt("11"), canon[0][2], canon[1][2]]))[name]
+    u, v = emb[1] / emb[1].norm(), emb[2] / emb[2].norm()
+    h1 = emb[0] + 2.0 * (emb[0] @ u) * u
+    expected = h1 - 0.1 * (h1 @ v) * v
+    got = variant.edits[0].fn(emb[:1], hook_points(model.net)[name])
+    assert torch.allclose(got[0], expected, atol=1e-5)
 
 
 def test_edits_never_leak_into_other_rows(dgp, model):
     ctx = _context(dgp, model)
     naive = NaivePrompting().variants("11", ctx)[0]
-    strong = LinearLatentIntervention(alphas=(3.0,), betas=(1.0,)).variants("11", ctx)[0]
-    zero = LinearLatentIntervention(alphas=(0.0,), betas=(0.0,)).variants("11", ctx)[0]
+    strong = EmbeddingShift(alphas=(3.0,), betas=(1.0,)).variants("11", ctx)[0]
+    zero = EmbeddingShift(alphas=(0.0,), betas=(0.0,)).variants("11", ctx)[0]
     a, b = _sample(model, [naive, strong]), _sample(model, [naive, zero])
     assert torch.equal(a[:N], b[:N])  # the naive rows do not see the other variant's edit
     assert not torch.allclose(a[N:], b[N:])  # the edit itself changes the generations
@@ -173,6 +251,8 @@ def test_bad_input_is_one_clear_error(dgp, model):
         OverPrompting(("color",), ())
     with pytest.raises(InterventionError, match="linear.alphas is empty"):
         LinearLatentIntervention(alphas=())
+    with pytest.raises(InterventionError, match="embedding_shift.alphas is empty"):
+        EmbeddingShift(alphas=())
     with pytest.raises(InterventionError, match="unknown concept 'shape'"):
         OverPrompting(("shape",)).variants("11", ctx)
     with pytest.raises(InterventionError, match="no concept embedding site 'mid.hook_nope'"):
@@ -181,6 +261,11 @@ def test_bad_input_is_one_clear_error(dgp, model):
         EmbedderPatching().variants("11", ctx)
     with pytest.raises(InterventionError, match="cfg_dropout"):
         ClassifierFreeGuidance().variants("11", ctx)
+    with pytest.raises(InterventionError, match="both boosted and suppressed"):
+        LinearLatentIntervention(boost=("color",), suppress=("color",))
+    no_canon = InterventionContext(**{**ctx.__dict__, "canonical_prompt": None})
+    with pytest.raises(InterventionError, match="no canonical prompts"):
+        LinearLatentIntervention().variants("11", no_canon)
     with pytest.raises(ValueError, match="unknown target class '2'"):
         build_variants([NaivePrompting()], ["2"], ctx)
     bad_site = Variant("custom", "x", dgp.class_prompt("11"), edits=(LatentEdit("down.9.hook_concept", lambda h, k: h),))
