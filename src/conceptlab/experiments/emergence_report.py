@@ -5,15 +5,20 @@ folder or a runs folder) whose summary has an "emergence" block, and writes to
 `root`:
 
     emergence_seeds.parquet          one row per run × target × intervention: emergence step, final score,
-                                     memorization start/end, turn step, capability gap
+                                     memorization start/end, turn step, capability gap, and the bias-matched
+                                     baseline's step and the censored gap (gap_low, gap_high; NaN = unbounded)
     emergence_across_seeds.parquet   per target × intervention: mean, std and count of emergence steps
+    emergence_gaps.parquet           per target × intervention: the bias-matched gap over seeds (sign test, median
+                                     bounds with an order-statistic interval) and its false-positive rate under the null
     emergence_seeds.png              score vs step, one colour per intervention, one line per seed
 
 and returns a dict of verdicts: in how many seeds naive prompting emerged at
-all, whether some intervention emerged strictly earlier in every such seed,
-whether memorization preceded the turn, the spread of emergence steps of
-naive prompting (behavior) vs the earliest intervention (capability), and the
-mean ± std over seeds of each intervention's final score.
+all, whether some intervention emerged strictly earlier in every such seed (the
+old statistic), per intervention the bias-matched gap across seeds with its
+interval (`analysis.emergence_stats`), the false-positive rates of the old and
+the new statistic when every intervention is naive prompting (images resampled
+from the stored per-image naive scores), whether memorization preceded the
+turn, and the mean ± std over seeds of each intervention's final score.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
+from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, summarize_gaps
 from conceptlab.experiments.loading import load_config
 from conceptlab.report.save import save_figure
 from conceptlab.store.files import write_parquet
@@ -67,14 +73,43 @@ def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                         "memorization_end": phase.get("end", math.nan),
                         "turn_step": math.nan if turn.get("step") is None else float(turn["step"]),
                         "capability_gap": entry.get("capability_gap"),
+                        **_matched_columns((entry.get("matched") or {}).get(name)),
                     }
                 )
         best = pd.read_parquet(RunFolder(run).table("emergence"))
-        curves.append(best.assign(seed=seed))
+        curves.append(best[best["intervention"] != "naive_repeats"].assign(seed=seed))
     return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
 
 
-def emergence_report(root: Path) -> dict[str, Any]:
+def _matched_columns(block: dict | None) -> dict[str, Any]:
+    """The bias-matched columns of one run × intervention (NaN where there is none; an unbounded gap end is ±inf)."""
+    if not block or "k" not in block or "error" in block:
+        return {"k": math.nan, "baseline_step": math.nan, "gap_low": math.nan, "gap_high": math.nan}
+    low, high = block.get("gap_low"), block.get("gap_high")
+    return {"k": float(block["k"]),
+            "baseline_step": math.nan if block.get("baseline_step") is None else float(block["baseline_step"]),
+            "gap_low": -math.inf if low is None else float(low), "gap_high": math.inf if high is None else float(high)}
+
+
+def naive_pools(root: Path, runs: list[str], target: str) -> tuple[dict[str, list], list[float], int]:
+    """Per run, per checkpoint, the per-image scores of naive prompting and its repeats (the null's image pool);
+    the checkpoints; the images per batch."""
+    pools, steps, n = {}, None, None
+    for run in runs:
+        table = pd.read_parquet(RunFolder(root / run).table("interventions"))
+        naive = table[(table["target"] == target) & table["intervention"].isin(["naive", "naive_repeats"])]
+        if "image_scores" not in naive.columns:
+            raise ValueError(f"{run} stores no per-image scores (made before they were kept); rerun it to test the null")
+        these = sorted(naive["step"].unique())
+        if steps is not None and these != steps:
+            raise ValueError(f"runs have different checkpoints ({run}: {these[:4]}… vs {steps[:4]}…)")
+        steps = these
+        n = int(naive["n"].iloc[0])
+        pools[run] = [[float(x) for scores in naive[naive["step"] == s]["image_scores"] for x in scores] for s in steps]
+    return pools, [float(s) for s in steps or []], int(n or 0)
+
+
+def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.05) -> dict[str, Any]:
     """Aggregate the runs under root, write the tables and the figure, return the verdicts."""
     from conceptlab.report.emergence_figures import plot_intervention_scores
 
@@ -84,8 +119,11 @@ def emergence_report(root: Path) -> dict[str, Any]:
     spread = across_seeds(per_run, "emergence_step", by=["target", "intervention"])
     write_parquet(root / "emergence_across_seeds.parquet", spread)
     first = capability_before_behavior(per_run)
-    threshold = RunFolder(root / per_run["run"].iloc[0]).read_summary()["emergence"]["threshold"]
+    block = RunFolder(root / per_run["run"].iloc[0]).read_summary()["emergence"]
+    threshold = block["threshold"]
+    rule = EmergenceRule(block["threshold"], block.get("stay", 2), block.get("confidence", True))
     save_figure(plot_intervention_scores(curves, threshold), root / "emergence_seeds.png")
+    gap_rows = []
 
     verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "targets": {}}
     for target, group in per_run.groupby("target"):
@@ -111,7 +149,42 @@ def emergence_report(root: Path) -> dict[str, Any]:
             },
             "per_seed": _per_seed(group),
         }
+        matched = _matched_verdicts(root, group, target, rule, null_replicates, alpha)
+        verdicts["targets"][target].update(matched)
+        null = matched.get("null") or {}
+        for x, g in matched.get("matched", {}).items():
+            gap_rows.append({"target": target, "intervention": x, **g,
+                             "null_per_seed": null.get("new_per_seed", {}).get(x),
+                             "null_sign_test": null.get("new_sign_test", {}).get(x)})
+    if gap_rows:
+        write_parquet(root / "emergence_gaps.parquet", pd.DataFrame(gap_rows))
     return verdicts
+
+
+def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: EmergenceRule, replicates: int,
+                      alpha: float) -> dict[str, Any]:
+    """Per intervention, the bias-matched gap over seeds, and the null rates of the old and the new statistic."""
+    rows = group[group["k"].notna() & (group["intervention"] != "naive")]
+    if rows.empty:
+        return {}
+    out: dict[str, Any] = {"matched": {}, "per_seed_gaps": [
+        {"seed": int(r.seed), "run": str(r.run), "intervention": str(r.intervention), "k": int(r.k),
+         "step": None if pd.isna(r.emergence_step) else float(r.emergence_step),
+         "baseline_step": None if pd.isna(r.baseline_step) else float(r.baseline_step),
+         "gap": [float(r.gap_low), float(r.gap_high)]}
+        for r in rows.sort_values(["intervention", "seed"]).itertuples()]}
+    for name, g in rows.groupby("intervention", sort=False):
+        out["matched"][str(name)] = {"k": int(g["k"].iloc[0]),
+                                     **summarize_gaps(list(zip(g["gap_low"], g["gap_high"])))}
+    runs = sorted(group["run"].unique())
+    try:
+        pools, steps, n = naive_pools(root, runs, target)
+    except ValueError as err:
+        out["null"] = {"error": str(err)}
+        return out
+    design = {name: block["k"] for name, block in out["matched"].items()}
+    out["null"] = null_false_positive_rates(pools, steps, design, n, rule, replicates, alpha)
+    return out
 
 
 def _per_seed(group: pd.DataFrame) -> list[dict[str, Any]]:

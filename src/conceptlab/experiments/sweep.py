@@ -13,6 +13,7 @@ A sweep spec is YAML (shipped ones live in `conceptlab/experiments/sweeps/`):
         - {data.size_separation: [0.1, 0.2], model.dropout: [0.0, 0.1]}
       seeds: [0, 1, 2]                       # data_seed = train_seed = each value
       # seeds: {data_seed: [0, 1], train_seed: [0, 1, 2]}   # separate seeds, crossed
+    settings_seeds: [0, 1]                   # seeds the settings were chosen on: refused on the seeds axis
     executor:
       kind: local                            # local | slurm
       workers: null                          # local: processes (default: CPU cores)
@@ -70,6 +71,9 @@ class SweepSpec(_Strict):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     zip: list[dict[str, list[Any]]] = Field(default_factory=list)
     seeds: dict[str, list[int]] = Field(default_factory=dict)
+    settings_seeds: list[int] = Field(
+        default_factory=list, description="seeds used to choose the sweep's settings: never run (so never reported)"
+    )
     executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
     root: str | None = None
 
@@ -174,13 +178,15 @@ def parse_spec(source: str) -> SweepSpec:
         "grid": axes.get("grid") or {},
         "zip": zipped,
         "seeds": seeds or {},
+        "settings_seeds": data.pop("settings_seeds", None) or [],
         "executor": data.pop("executor", None) or {},
         "root": data.pop("root", None),
     }
     data.pop("base")
     if data:
         raise ConfigError(
-            f"{where}: unknown key {sorted(data)[0]!r}; allowed: name, description, base, overrides, axes, executor, root"
+            f"{where}: unknown key {sorted(data)[0]!r}; allowed: name, description, base, overrides, axes, "
+            "settings_seeds, executor, root"
         )
     try:
         return SweepSpec.model_validate(fields)
@@ -214,6 +220,12 @@ def _axis_columns(spec: SweepSpec) -> list[tuple[list[str], list[tuple[Any, ...]
             raise ConfigError(f"{where}: axis 'seeds' is empty" if name == "together" else f"{where}: axis {name!r} is empty")
         keys = list(SEED_KEYS.values()) if name == "together" else [SEED_KEYS[name]]
         axes.append((keys, [tuple([v] * len(keys)) for v in values]))
+    chosen_on = set(spec.settings_seeds)
+    for name, values in spec.seeds.items():
+        reused = sorted(chosen_on & set(values))
+        if reused:
+            raise ConfigError(f"{where}: seeds {reused} were used to choose this sweep's settings (settings_seeds); "
+                              f"report on other seeds")
     seen: set[str] = set()
     for keys, _ in axes:
         for key in keys:

@@ -44,13 +44,18 @@ class LatentEdit:
 
 @dataclass(frozen=True)
 class Variant:
-    """One way of generating a target class: a prompt, latent edits on its rows, and a guidance scale."""
+    """One way of generating a target class: a prompt, latent edits on its rows, and a guidance scale.
+
+    `stream` is the noise stream its images draw from when variants get their own noise (`eval.interventions.noise:
+    per_variant`): by default its position among its intervention's variants, so the j-th variant of every
+    intervention shares stream j with the j-th naive batch (paired comparisons)."""
 
     intervention: str
     label: str
     prompt: Tensor
     edits: tuple[LatentEdit, ...] = ()
     guidance_scale: float = 0.0
+    stream: int | None = None
 
 
 @dataclass

@@ -119,6 +119,15 @@ class InterventionsConfig(StrictConfig):
     confidence: bool = Field(True, description="detect emergence on the Wilson lower bound, not the point value")
     max_batch: int = Field(512, ge=1, description="images per sampling pass")
     seed: int = Field(1, ge=0)
+    noise: Literal["per_variant", "shared"] = Field(
+        "per_variant", description="per_variant: the j-th variant of every intervention draws noise stream j (seeded "
+        "by seed, target and j), so variants are paired and no intervention's images depend on which others are "
+        "evaluated; shared: every sampling pass draws from one generator in turn (before 2026-12-01)"
+    )
+    matched_naive: bool = Field(
+        True, description="also sample naive prompting on streams 1..k−1 (`naive_repeats`, k = the most variants any "
+        "intervention has), so each intervention is compared with the best of as many naive batches as it has variants"
+    )
     custom: list[CustomInterventionConfig] = Field(
         default_factory=list, description="your own interventions, by import path"
     )
@@ -131,7 +140,7 @@ class InterventionsConfig(StrictConfig):
 
     @model_validator(mode="after")
     def _distinct_custom_names(self) -> "InterventionsConfig":
-        taken = {"naive", "over_prompting", "linear", "embedding_shift", "patching", "cfg"}
+        taken = {"naive", "naive_repeats", "over_prompting", "linear", "embedding_shift", "patching", "cfg"}
         for custom in self.custom:
             name = custom.build().name
             if name in taken:

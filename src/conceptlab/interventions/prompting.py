@@ -1,6 +1,10 @@
 """Input-space interventions: naive prompting and over-prompting beyond the training range.
 
 - `NaivePrompting`: the target class's mean prompt, as a user would type it.
+- `NaiveRepeats`: the same prompt again on other noise streams (1, 2, …): with
+  naive prompting (stream 0) they are the k independent naive batches an
+  intervention with k variants is compared with (the bias-matched baseline of
+  `analysis.emergence_stats`), not an intervention of their own.
 - `OverPrompting`: for each chosen concept c, prompts p + s·(p − p_c̄) where p is
   the target's mean prompt and p_c̄ the prompt of the class that differs from
   the target only in c; s = 0 is naive prompting, s = 0.5 moves c half a
@@ -25,6 +29,22 @@ class NaivePrompting:
 
     def variants(self, target: str, context: InterventionContext) -> list[Variant]:
         return [Variant(self.name, "prompt", context.class_prompt(target))]
+
+
+@dataclass(frozen=True)
+class NaiveRepeats:
+    """The target's mean prompt on noise streams 1..`count` (naive prompting itself is stream 0)."""
+
+    count: int = 1
+    name: str = "naive_repeats"
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise InterventionError(f"naive_repeats needs count ≥ 1, got {self.count}")
+
+    def variants(self, target: str, context: InterventionContext) -> list[Variant]:
+        prompt = context.class_prompt(target)
+        return [Variant(self.name, f"stream {j}", prompt, stream=j) for j in range(1, self.count + 1)]
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,31 @@ from conceptlab.hooks import SamplingContext, sampling_context
 from conceptlab.models.diffusion import DiffusionProcess, Network
 
 
+class NoiseStreams:
+    """Independent noise per block of rows: `generators[i]` draws the noise of the i-th block of `rows[i]` rows, so
+    one block's images do not depend on what the other blocks are (e.g. one stream per intervention variant in a
+    batched pass). Pass it where a sampler takes a `torch.Generator`."""
+
+    def __init__(self, generators: list[torch.Generator], rows: list[int]):
+        if len(generators) != len(rows) or not generators:
+            raise ValueError(f"need one generator per block of rows, got {len(generators)} and {len(rows)}")
+        self.generators, self.rows = list(generators), [int(r) for r in rows]
+
+    def randn(self, shape: tuple[int, ...], device=None, dtype=None) -> Tensor:
+        if shape[0] != sum(self.rows):
+            raise ValueError(f"noise for {shape[0]} rows asked of streams covering {sum(self.rows)}")
+        return torch.cat([torch.randn((r, *shape[1:]), generator=g, device=device, dtype=dtype)
+                          for g, r in zip(self.generators, self.rows)])
+
+
+def draw_noise(shape: tuple[int, ...], generator: torch.Generator | NoiseStreams | None, device=None,
+               dtype=None) -> Tensor:
+    """Standard normal noise of `shape` from a generator, per-block `NoiseStreams`, or the global generator."""
+    if isinstance(generator, NoiseStreams):
+        return generator.randn(tuple(shape), device=device, dtype=dtype)
+    return torch.randn(shape, generator=generator, device=device, dtype=dtype)
+
+
 @dataclass
 class SamplerStep:
     step: int
@@ -72,7 +97,7 @@ def ancestral_step(
     alpha_t, _ = process.alpha_sigma(tt)
     alpha_s, sigma_s = process.alpha_sigma(ss)
     mean = (alpha_s / alpha_t) * (1.0 - c) * z + alpha_s * c * x_hat
-    noise = torch.randn(z.shape, generator=generator, device=z.device, dtype=z.dtype)
+    noise = draw_noise(z.shape, generator, device=z.device, dtype=z.dtype)
     return mean + (c.sqrt() * sigma_s) * noise
 
 
@@ -93,7 +118,7 @@ def iter_ancestral(
         raise ValueError(f"steps must be ≥ 1, got {steps}")
     n = prompt.shape[0]
     device = prompt.device
-    z = torch.randn((n, *image_shape), generator=generator, device=device)
+    z = draw_noise((n, *image_shape), generator, device=device)
     for i in range(steps, 0, -1):
         t_val, s_val = i / steps, (i - 1) / steps
         t = torch.full((n,), t_val, device=device)

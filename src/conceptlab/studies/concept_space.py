@@ -114,8 +114,12 @@ def summarize(cfg, run: RunFolder, data_summary: dict, probe_report: dict) -> Su
         if collected is not None:
             interventions, best = collected
             tables.update(interventions=interventions, emergence=best)
-            emergence = summarize_emergence(cfg, best, table)
-            figures.update(emergence_figures(cfg, run, interventions, best, table, emergence))
+            emergence, matched = summarize_emergence(cfg, best, table, interventions)
+            if not matched.empty:
+                matched.insert(0, "run", run.name)
+                tables["matched_naive"] = matched
+            shown = best[best["intervention"] != "naive_repeats"]  # the baseline's batches, not an intervention
+            figures.update(emergence_figures(cfg, run, interventions, shown, table, emergence))
     fields = {
         "concepts": list(data_summary.get("concepts", [])),
         "concept_signal": data_summary.get("concept_signal", {}),

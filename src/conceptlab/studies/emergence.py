@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,21 @@ import torch
 from conceptlab.analysis.emergence import capability_gap, emergence_step, memorization_phase, sudden_turn
 from conceptlab.analysis.phenomenology import fit_gated_flow
 from conceptlab.hooks import hook_points
+from conceptlab.analysis.emergence_stats import (
+    EmergenceRule,
+    gap_interval,
+    matched_baseline,
+    variants_per_intervention,
+)
 from conceptlab.interventions import (
     InterventionContext,
     InterventionError,
     build_interventions,
+    build_variants,
     concept_embeddings,
     evaluate_interventions,
 )
+from conceptlab.interventions.prompting import NaiveRepeats
 from conceptlab.store.files import read_tensors
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import Measurement, StepResult
@@ -106,10 +115,14 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
     def measure(step: int) -> StepResult:
         if "context" not in state:  # the patching reference is loaded once, when first needed
             state["context"] = intervention_context(cfg, dgp, model, _reference_model(cfg, model, checkpoints))
+            state["interventions"] = (with_naive_repeats(interventions, targets, state["context"])
+                                      if iv.matched_naive else interventions)
         generator = torch.Generator(device=device).manual_seed(iv.seed)
+        noise_seed = iv.seed if iv.noise == "per_variant" else None
         with autocast(bf16, device):
             table, images = evaluate_interventions(
-                model, interventions, targets, state["context"], probe, iv.samples, steps, generator, iv.max_batch
+                model, state["interventions"], targets, state["context"], probe, iv.samples, steps, generator,
+                iv.max_batch, noise_seed=noise_seed,
             )
         table.insert(0, "step", step)
         n = iv.samples
@@ -120,6 +133,14 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
 
     return Measurement("interventions", measure, every=iv.every, use_ema=cfg.eval.use_ema, directory=DIRECTORY,
                        samples_file=SAMPLES_FILE)
+
+
+def with_naive_repeats(interventions: list, targets: list[str], context: InterventionContext) -> list:
+    """`interventions` plus naive prompting on streams 1..k−1 (`NaiveRepeats`), k the most variants any of them has
+    for a target: what the bias-matched baseline of every intervention needs."""
+    counts = Counter(v.intervention for _, v in build_variants(interventions, targets, context))
+    k = max((c // len(targets) for name, c in counts.items() if name != "naive"), default=1)
+    return [*interventions, NaiveRepeats(k - 1)] if k > 1 else list(interventions)
 
 
 def best_over_variants(table: pd.DataFrame) -> pd.DataFrame:
@@ -145,13 +166,51 @@ def _nan_to_none(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
 
 
-def summarize_emergence(cfg, best: pd.DataFrame, concept_table: pd.DataFrame) -> dict[str, Any]:
-    """Emergence step per intervention, capability gap, sudden turn, memorization phase and ODE fit per target."""
+def _bound(x: float) -> float | None:
+    return None if math.isinf(x) or math.isnan(x) else float(x)
+
+
+def matched_gaps(cfg, table: pd.DataFrame, target: str, steps_by: dict[str, float]) -> tuple[dict, pd.DataFrame]:
+    """Per intervention with k variants: the bias-matched naive baseline (best of k naive streams), its emergence
+    step and the censored gap baseline − intervention (`analysis.emergence_stats`); and the baselines' curves."""
+    iv = cfg.eval.interventions
+    rule = EmergenceRule(iv.threshold, iv.stay, iv.confidence)
+    last = float(table["step"].max())
+    counts = variants_per_intervention(table, target)
+    streams = int(table[(table["target"] == target) & table["intervention"].isin(["naive", "naive_repeats"])]
+                  ["stream"].nunique())
+    out, curves, baselines = {}, [], {}
+    for name, k in counts.items():
+        if name in ("naive", "naive_repeats"):
+            continue
+        if k > streams:
+            out[name] = {"k": k, "error": f"needs {k} naive streams, the run has {streams} (matched_naive off?)"}
+            continue
+        if k not in baselines:
+            curve = matched_baseline(table, target, k)
+            baselines[k] = (rule.step(curve["step"], curve["score"], curve["n"].to_numpy()), curve)
+            curves.append(curve.assign(target=target, k=k))
+        base_step, _ = baselines[k]
+        lo, hi = gap_interval(steps_by[name], base_step, last)
+        out[name] = {"k": k, "step": _nan_to_none(steps_by[name]), "baseline_step": _nan_to_none(base_step),
+                     "gap_low": _bound(lo), "gap_high": _bound(hi)}
+    table_out = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
+    return out, table_out
+
+
+def summarize_emergence(
+    cfg, best: pd.DataFrame, concept_table: pd.DataFrame, table: pd.DataFrame | None = None
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Emergence step per intervention, capability gap (the old statistic: earliest of the interventions against one
+    naive curve), the bias-matched gap of each intervention (with `table`, the run's interventions table), sudden
+    turn, memorization phase and ODE fit per target; and the matched baselines' curves."""
     iv = cfg.eval.interventions
     assert iv is not None
     out: dict[str, Any] = {"threshold": iv.threshold, "stay": iv.stay, "confidence": iv.confidence, "targets": {}}
     concepts = list(cfg.data.concepts)
+    curves = []
     for target, group in best.groupby("target"):
+        group = group[group["intervention"] != "naive_repeats"]
         steps_by = {}
         for name, curve in group.groupby("intervention", sort=False):
             curve = curve.sort_values("step")
@@ -167,9 +226,14 @@ def summarize_emergence(cfg, best: pd.DataFrame, concept_table: pd.DataFrame) ->
             entry["capability_gap"] = _nan_to_none(capability_gap(steps_by))
             others = [v for k, v in steps_by.items() if k != "naive" and not math.isnan(v)]
             entry["capability_first"] = bool(others) and (math.isnan(steps_by["naive"]) or min(others) < steps_by["naive"])
+        if table is not None and "stream" in table.columns and "naive" in steps_by:
+            entry["matched"], curve_table = matched_gaps(cfg, table, str(target), steps_by)
+            curves.append(curve_table)
         entry.update(_trajectory_block(concept_table, str(target), concepts))
         out["targets"][str(target)] = entry
-    return out
+    matched = pd.concat([c for c in curves if not c.empty], ignore_index=True) if any(not c.empty for c in curves) \
+        else pd.DataFrame()
+    return out, matched
 
 
 def oriented_trajectory(table: pd.DataFrame, target: str, concepts: list[str]) -> tuple[np.ndarray, np.ndarray]:

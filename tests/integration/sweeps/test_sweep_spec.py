@@ -123,6 +123,7 @@ def test_manifest_and_configs_are_written_and_complete_runs_are_skipped(tmp_path
         ({"base": "no-such-preset"}, "base: unknown preset 'no-such-preset'"),
         ({"executor": {"kind": "cloud"}}, "bad value at executor.kind"),
         ({"axis": {}}, "unknown key 'axis'"),
+        ({"settings_seeds": [1, 7]}, "seeds [1] were used to choose this sweep's settings (settings_seeds)"),
     ],
 )
 def test_bad_specs_fail_with_one_line_naming_the_problem(tmp_path, changes, message):

@@ -1,5 +1,6 @@
 """Cross-seed hidden-emergence report over run folders written by hand (no training)."""
 
+import json
 import math
 
 import pandas as pd
@@ -55,6 +56,45 @@ def test_report_aggregates_seeds_and_states_the_verdicts(tmp_path):
     spread = pd.read_parquet(tmp_path / "emergence_across_seeds.parquet").set_index("intervention")
     assert spread.loc["naive", "occurred"] == 2 and spread.loc["over_prompting", "mean"] == 200.0
     assert (tmp_path / "emergence_seeds.png").is_file()
+
+
+def _run_with_matched_baseline(folder, seed, over, baseline, naive):
+    """A run whose over-prompting (2 variants) emerged at `over`, its bias-matched baseline at `baseline`, naive
+    prompting at `naive` (None: never), with per-image naive scores stored for the null."""
+    _fake_run(folder, seed, naive, over, None, 150.0)
+    data = json.loads((folder / "summary.json").read_text())
+    gap = {"k": 2, "step": over, "baseline_step": baseline}
+    gap.update({"gap_low": baseline - over, "gap_high": baseline - over} if baseline is not None else
+               {"gap_low": 300.0 - over, "gap_high": None})
+    data["emergence"]["targets"]["11"]["matched"] = {"over_prompting": gap}
+    data["emergence"].update(stay=2, confidence=True)
+    write_json(folder / "summary.json", data)
+    rows = []
+    for s in [50, 100, 150, 200, 250, 300]:
+        for name, stream in (("naive", 0), ("naive_repeats", 1)):
+            scores = [0.9 if s >= 200 else 0.1] * 24
+            rows.append({"step": s, "target": "11", "intervention": name, "variant": f"s{stream}", "stream": stream,
+                         "n": 24, "score": sum(scores) / 24, "image_scores": scores})
+    write_parquet(folder / "interventions.parquet", pd.DataFrame(rows))
+
+
+def test_report_gives_bias_matched_gaps_with_intervals_and_null_rates(tmp_path):
+    for seed, (over, baseline, naive) in {0: (150.0, 200.0, 250.0), 1: (175.0, None, None), 2: (200.0, 200.0, 250.0),
+                                          3: (150.0, 250.0, 250.0), 4: (100.0, 150.0, None)}.items():
+        _run_with_matched_baseline(tmp_path / f"run{seed}", seed, over, baseline, naive)
+    v = emergence_report(tmp_path, null_replicates=200)["targets"]["11"]
+    g = v["matched"]["over_prompting"]
+    assert g["k"] == 2 and (g["positive"], g["negative"], g["untested"]) == (4, 0, 1)  # seed 2: a tie
+    assert g["p_one_sided"] == pytest.approx(1 / 16)
+    assert g["median_low"] == 50.0 and g["median_high"] == 50.0 and g["ci_low"] == 0.0 and g["ci_high"] == math.inf
+    gaps = {r["seed"]: r["gap"] for r in v["per_seed_gaps"]}
+    assert gaps[1] == [125.0, math.inf] and gaps[2] == [0.0, 0.0]
+    null = v["null"]
+    assert null["replicates"] == 200 and null["runs"] == 5 and null["design"] == {"over_prompting": 2}
+    # every naive image scores 0.1 before step 200 and 0.9 from it: every resampled curve emerges at 200 exactly
+    assert null["old_per_seed"] == 0.0 and null["new_per_seed"]["over_prompting"] == 0.0
+    table = pd.read_parquet(tmp_path / "emergence_gaps.parquet")
+    assert table.set_index("intervention").loc["over_prompting", "positive"] == 4
 
 
 def test_report_says_when_naive_is_not_beaten(tmp_path):
