@@ -225,6 +225,11 @@ def _bound_text(x: float) -> str:
     return "−∞" if x == float("-inf") else "∞" if x == float("inf") else f"{x:+.0f}"
 
 
+def _range_text(low: float, high: float) -> str:
+    """Where a value lies: one number, or [low, high] (ends ±∞ where censored)."""
+    return f"{low:+.0f}" if low == high else f"in [{_bound_text(low)}, {_bound_text(high)}]"
+
+
 def _gap_text(low: float, high: float) -> str:
     """A gap as a number, or as an interval where censored (> last: the bound is exclusive)."""
     if low == high:
@@ -244,16 +249,18 @@ def _print_matched(v: dict) -> None:
         return
     null = v.get("null") or {}
     table = Table("intervention (k)", "gap per seed (matched naive − it)", "earlier / later / untested",
-                  "sign test p (1-sided)", "median gap [CI]", "null: gap > 0 / p < α", box=None,
+                  "sign test p (1-sided)", "p vs resampled null", "median gap, its CI (coverage)",
+                  "null: gap > 0 / sign p < α", box=None,
                   title="bias-matched: each intervention against the best of as many naive batches as it has variants",
                   title_justify="left")
     for name, g in matched.items():
         gaps = ", ".join(_gap_text(*r["gap"]) for r in v.get("per_seed_gaps", []) if r["intervention"] == name) or "—"
         rate = null.get("new_per_seed", {}).get(name)
         sig = null.get("new_sign_test", {}).get(name)
+        p_null = null.get("p_resampled", {}).get(name)
         table.add_row(f"{name} ({g['k']})", gaps, f"{g['positive']} / {g['negative']} / {g['untested']}",
-                      f"{g['p_one_sided']:.3f}", f"{_gap_text(g['median_low'], g['median_high'])} "
-                      f"[{_bound_text(g['ci_low'])}, {_bound_text(g['ci_high'])}] ({g['coverage']:.0%})",
+                      f"{g['p_one_sided']:.3f}", "—" if p_null is None else f"{p_null:.3f}", f"{_range_text(g['median_low'], g['median_high'])} "
+                      f"CI [{_bound_text(g['ci_low'])}, {_bound_text(g['ci_high'])}] ({g['coverage']:.0%})",
                       "—" if rate is None else f"{rate:.2f} / {sig:.3f}")
     console.print(table)
     if "error" in null:

@@ -162,6 +162,7 @@ def null_false_positive_rates(
     replicates: int = 1000,
     alpha: float = 0.05,
     seed: int = 0,
+    observed: Mapping[str, int] | None = None,
 ) -> dict:
     """False-positive rates of "capability before behavior" when every intervention is naive prompting.
 
@@ -176,7 +177,11 @@ def null_false_positive_rates(
     - `old_all_seeds`: the old cross-seed verdict, "capability first in every seed where naive prompting emerged"
       (at least one such seed);
     - `new_per_seed[X]`: the bias-matched gap of X is positive in one seed;
-    - `new_sign_test[X]`: X's one-sided sign test over the runs has p < `alpha`; `new_sign_test_any`: some X has.
+    - `new_sign_test[X]`: X's one-sided sign test over the runs has p < `alpha`; `new_sign_test_any`: some X has;
+    - with `observed` (X → the runs where X's bias-matched gap was positive minus those where it was negative):
+      `p_resampled[X]`, the share of replicates with at least that net count (+1 in numerator and denominator) — a
+      test of X against "as good as naive prompting" calibrated on this data's own noise, where the sign test
+      assumes a positive and a negative gap equally likely and ignores how often neither emerges.
     """
     runs = list(pools)
     if not runs:
@@ -226,7 +231,7 @@ def null_false_positive_rates(
 
     out: dict = {"replicates": replicates, "runs": len(runs), "n": n, "design": dict(design), "alpha": alpha,
                  "old_per_seed": float(first.mean()), "old_all_seeds": float(old_all.mean()),
-                 "new_per_seed": {}, "new_sign_test": {}}
+                 "new_per_seed": {}, "new_sign_test": {}, "p_resampled": {}}
     significant_any = np.zeros(replicates, dtype=bool)
     for x in names:
         signs = np.zeros_like(naive)
@@ -240,5 +245,7 @@ def null_false_positive_rates(
         significant_any |= significant
         out["new_per_seed"][x] = float((signs > 0).mean())
         out["new_sign_test"][x] = float(significant.mean())
+        if observed is not None and x in observed:
+            out["p_resampled"][x] = float((1 + (pos - neg >= observed[x]).sum()) / (1 + replicates))
     out["new_sign_test_any"] = float(significant_any.mean())
     return out

@@ -155,7 +155,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
         for x, g in matched.get("matched", {}).items():
             gap_rows.append({"target": target, "intervention": x, **g,
                              "null_per_seed": null.get("new_per_seed", {}).get(x),
-                             "null_sign_test": null.get("new_sign_test", {}).get(x)})
+                             "null_sign_test": null.get("new_sign_test", {}).get(x),
+                             "p_resampled": null.get("p_resampled", {}).get(x)})
     if gap_rows:
         write_parquet(root / "emergence_gaps.parquet", pd.DataFrame(gap_rows))
     return verdicts
@@ -183,7 +184,8 @@ def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: Emerge
         out["null"] = {"error": str(err)}
         return out
     design = {name: block["k"] for name, block in out["matched"].items()}
-    out["null"] = null_false_positive_rates(pools, steps, design, n, rule, replicates, alpha)
+    observed = {name: block["positive"] - block["negative"] for name, block in out["matched"].items()}
+    out["null"] = null_false_positive_rates(pools, steps, design, n, rule, replicates, alpha, observed=observed)
     return out
 
 

@@ -93,6 +93,7 @@ def test_report_gives_bias_matched_gaps_with_intervals_and_null_rates(tmp_path):
     assert null["replicates"] == 200 and null["runs"] == 5 and null["design"] == {"over_prompting": 2}
     # every naive image scores 0.1 before step 200 and 0.9 from it: every resampled curve emerges at 200 exactly
     assert null["old_per_seed"] == 0.0 and null["new_per_seed"]["over_prompting"] == 0.0
+    assert null["p_resampled"]["over_prompting"] == pytest.approx(1 / 201)  # no null replicate has net 4 of 5
     table = pd.read_parquet(tmp_path / "emergence_gaps.parquet")
     assert table.set_index("intervention").loc["over_prompting", "positive"] == 4
 
