@@ -23,6 +23,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="conceptlab: 
 console = Console()
 
 
+err_console = Console(stderr=True)
+
+
+def _warn(warnings: list[str]) -> None:
+    """Print each warning as one line on stderr (e.g. a damaged run the store left out)."""
+    for line in warnings:
+        err_console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
+
+
 def _fail(message: str) -> None:
     console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
@@ -88,9 +97,11 @@ def resume(
 def _execute(cfg, run_dir: Path, progress: bool) -> None:
     from conceptlab.experiments.runner import run_experiment
 
+    from conceptlab.store.run_folder import RunLockedError
+
     try:
         summary = run_experiment(cfg, run_dir, progress=progress, console=console)
-    except (ConfigError, ValueError, FileNotFoundError) as err:
+    except (ConfigError, ValueError, FileNotFoundError, RunLockedError) as err:
         _fail(str(err))
     _print_summary(summary, run_dir)
 
@@ -114,7 +125,7 @@ def show(
 
     try:
         summary = read_summary(run_dir)
-    except FileNotFoundError as err:
+    except (FileNotFoundError, ValueError) as err:
         _fail(str(err))
     if as_json:
         console.print_json(json.dumps(summary))
@@ -122,7 +133,8 @@ def show(
         _print_summary(summary, run_dir)
 
 
-_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures"}
+_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures",
+                "provenance", "disk_bytes", "invocations", "seconds_all_invocations"}
 
 
 def _print_summary(summary: dict, run_dir: Path) -> None:
@@ -133,6 +145,8 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
         _print_concept_space(summary)
     if "seconds" in summary:
         console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()))
+    if "disk_bytes" in summary:
+        console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}")
     console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])))
 
 
@@ -397,6 +411,7 @@ def sweep(
     console.print(
         f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now, "
         f"{len(result['failed'])} failed" + (f", {result['queued']} queued" if result["queued"] else "")
+        + (f", {len(result['busy'])} left to the process already running them" if result.get("busy") else "")
     )
     for run_id, error in result["failed"].items():
         console.print(f"[red]failed[/] {run_id}: {error}", highlight=False, soft_wrap=True)
@@ -481,6 +496,7 @@ def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             runs = store.runs()
             if "data_fraction" not in runs.columns or runs["data_fraction"].nunique() < 2:
                 return  # not a data-efficiency sweep
@@ -520,6 +536,7 @@ def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             final = final_region_accuracy(store.runs(), store.table("composition"))
     except (StoreError, ValueError) as err:
         _fail(str(err))
@@ -545,6 +562,7 @@ def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: 
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             long = learning_time_table(store.runs(), store.table("learning_times"), axis, split)
     except (ConfigError, StoreError, ValueError) as err:
         _fail(str(err))
@@ -568,6 +586,7 @@ def runs_ls(
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             runs = store.runs()
     except StoreError as err:
         _fail(str(err))
@@ -586,6 +605,34 @@ def runs_ls(
     console.print(f"{len(runs)} runs under {root}")
 
 
+@runs_app.command("migrate")
+def runs_migrate(
+    root: Path = typer.Argument(..., help="a run folder, or a folder holding run folders (searched recursively)"),
+) -> None:
+    """Upgrade run folders of an older format (content hashes for checkpoints, the current layout, a provenance
+    record) so every command reads them; a migrated folder is not resumed (its code version is unknown)."""
+    from conceptlab.experiments.migrate import MigrationError, migrate_run
+    from conceptlab.store.index import find_run_dirs
+
+    if not root.is_dir():
+        _fail(f"{root} is not a folder")
+    runs = find_run_dirs(root)
+    if not runs:
+        _fail(f"no run folders under {root}")
+    failed = 0
+    for run_dir in runs:
+        try:
+            done = migrate_run(run_dir)
+        except (MigrationError, RuntimeError) as err:
+            failed += 1
+            console.print(f"[red]cannot migrate[/] {err}", highlight=False, soft_wrap=True)
+            continue
+        console.print(f"{run_dir}: " + ("; ".join(done) if done else "already current"), highlight=False,
+                      soft_wrap=True)
+    if failed:
+        raise typer.Exit(code=1)
+
+
 @runs_app.command("query")
 def runs_query(
     sql: str = typer.Argument(..., help="SQL over runs and the views concept_space, learning_times, interventions, emergence, composition, geometry, abstractions, commitment, eval_steps"),
@@ -597,6 +644,7 @@ def runs_query(
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             result = store.query(sql)
     except StoreError as err:
         _fail(str(err))

@@ -49,6 +49,7 @@ from conceptlab.experiments.loading import (
     set_key,
     validate,
 )
+from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.store.files import read_json, write_json, write_text
 from conceptlab.store.run_folder import RunFolder
 
@@ -236,8 +237,11 @@ def _axis_columns(spec: SweepSpec) -> list[tuple[list[str], list[tuple[Any, ...]
 
 
 def run_id(cfg: RunConfig) -> str:
-    """Stable id of a run: the hash of its resolved config, without where it is stored or what it is called."""
-    return config_hash(cfg.model_dump(mode="json", exclude={"runs_dir", "name"}))
+    """Stable id of a run: the hash of its resolved config, without where it is stored or what it is called, and of
+    the analysis versions of the code (`experiments.provenance.analysis_versions`): a change that alters a study's
+    numbers gives its runs new ids, so a sweep never reuses what older code made."""
+    return config_hash({"config": cfg.model_dump(mode="json", exclude={"runs_dir", "name"}),
+                        "versions": analysis_versions(cfg)})
 
 
 def expand(source: str, overrides: list[str] | None = None, root: Path | None = None) -> Sweep:
@@ -349,6 +353,7 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> di
         "done": sum(o.state == "done" for o in outcomes),
         "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
         "queued": sum(o.state == "queued" for o in outcomes),
+        "busy": {o.run_id: o.error for o in outcomes if o.state == "busy"},
     }
 
 

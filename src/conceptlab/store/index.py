@@ -4,6 +4,9 @@ The files are the source of truth. Opening a store scans the root for run folder
 (any folder holding a `config.yaml`; hidden folders are skipped; the layout is
 `store.run_folder.RunFolder`'s) and builds, in an embedded in-memory DuckDB database:
 
+A file that does not read (a corrupt Parquet table, a torn summary) is left out with a warning naming it
+(`RunStore.warnings`), so one damaged run never breaks a query over the others.
+
 - `runs`: one row per run folder — `run_id` (the folder's path relative to the root),
   `status`, the config flattened into columns (`data.color_separation` →
   `data_color_separation`, `train.train_seed` → `train_train_seed`, ...), and the summary's
@@ -32,6 +35,7 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+import pyarrow.parquet as pq
 import yaml
 
 from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder
@@ -83,19 +87,39 @@ def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _read(path: Path, parse) -> Any:
+def _read(path: Path, parse, warnings: list[str] | None = None) -> Any:
+    """The parsed file, None if absent; None and a warning naming the file if it does not parse."""
+    if not path.is_file():
+        return None
     try:
         return parse(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError):
+    except (OSError, ValueError, UnicodeDecodeError, yaml.YAMLError) as err:
+        if warnings is not None:
+            warnings.append(f"{path}: unreadable, left out ({str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})")
         return None
 
 
-def run_row(root: Path, run_dir: Path) -> dict[str, Any]:
-    """The `runs` row of one run folder: id, status, flattened config, summary scalars."""
+def _readable_parquet(path: Path, warnings: list[str]) -> bool:
+    """True when the whole Parquet file reads; else False and a warning naming it."""
+    try:
+        pq.read_table(path)
+        return True
+    except Exception as err:  # ArrowInvalid, OSError, …
+        warnings.append(f"{path}: not a readable Parquet file, left out ({str(err).strip().splitlines()[0]})")
+        return False
+
+
+def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """The `runs` row of one run folder: id, status, flattened config, summary scalars (an unreadable file of the
+    folder is left out, with a warning naming it)."""
     folder = RunFolder(run_dir)
-    config = _read(folder.config, lambda t: yaml.load(t, Loader=_Loader)) or {}
-    summary = _read(folder.summary, json.loads)
-    status = _read(folder.status, json.loads) or {}
+    config = _read(folder.config, lambda t: yaml.load(t, Loader=_Loader), warnings) or {}
+    if not isinstance(config, dict):
+        config = {}
+    summary = _read(folder.summary, json.loads, warnings)
+    if summary is not None and not isinstance(summary, dict):
+        summary = None
+    status = _read(folder.status, json.loads, warnings) or {}
     state = "done" if summary is not None else status.get("state", "incomplete")
     if state == "done" and summary is None:
         state = "incomplete"
@@ -133,7 +157,8 @@ class RunStore:
     def refresh(self) -> None:
         """Rescan the root and rebuild the `runs` table and the Parquet views from the files."""
         run_dirs = find_run_dirs(self.root)
-        rows = [run_row(self.root, d) for d in run_dirs]
+        self.warnings: list[str] = []
+        rows = [run_row(self.root, d, self.warnings) for d in run_dirs]
         runs = pd.DataFrame(rows, columns=None if rows else ["run_id", "status", "error", "path"])
         self.con.register("_runs_df", runs)
         self.con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_df")
@@ -145,9 +170,11 @@ class RunStore:
                 if _TABLE_NAME.match(path.stem) and path.stem not in (*self.tables, EVAL_TABLE, "runs"):
                     self.tables[path.stem] = path.name
         for view, name in self.tables.items():
-            files = {str(d / name): ids[str(d)] for d in run_dirs if (d / name).is_file()}
+            files = {str(d / name): ids[str(d)] for d in run_dirs
+                     if (d / name).is_file() and _readable_parquet(d / name, self.warnings)}
             self._view(view, files)
-        eval_files = {str(p): ids[str(d)] for d in run_dirs for _, p in RunFolder(d).step_files("eval")}
+        eval_files = {str(p): ids[str(d)] for d in run_dirs for _, p in RunFolder(d).step_files("eval")
+                      if _readable_parquet(p, self.warnings)}
         self._view(EVAL_TABLE, eval_files)
 
     def _view(self, view: str, files: dict[str, str]) -> None:

@@ -494,6 +494,7 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
+    version = 2  # 1: before versions entered run ids (2026-12-01)
     order = 2
     data_config = Shapes3DDataConfig
     eval_fields = {

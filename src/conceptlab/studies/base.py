@@ -143,6 +143,7 @@ class StudyBase:
     `evaluation`."""
 
     kind: str = ""
+    version: int = 1  # bump when a change alters the study's numbers: enters run ids (no stale run is reused)
     order: int = 100  # position of its eval fields in a saved config (built-in studies first)
     data_config: type[DataSection] = DataSection
     eval_fields: Mapping[str, tuple[Any, Any]] = {}

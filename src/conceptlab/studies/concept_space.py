@@ -149,6 +149,7 @@ class ConceptSpaceStudy(StudyBase):
     """`data.kind: shapes` — concept-space learning dynamics and hidden capabilities."""
 
     kind = "shapes"
+    version = 2  # 1: before versions entered run ids (2026-12-01)
     order = 0
     data_config = ShapesDataConfig
     # The concept-space reading's settings sit at the top of `eval` (and are saved for every data kind), as they

@@ -366,6 +366,7 @@ class FactorizationStudy(StudyBase):
     """`data.kind: bumps` — composition vs interpolation and the geometry of the label representation."""
 
     kind = "bumps"
+    version = 2  # 1: before versions entered run ids (2026-12-01)
     order = 1
     data_config = BumpsDataConfig
     eval_fields = {
