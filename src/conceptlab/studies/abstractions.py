@@ -70,7 +70,7 @@ from conceptlab.probes.attribute_classifier import (
     AttributeClassifierConfig,
     load_or_train_attribute_classifier,
 )
-from conceptlab.store.files import read_json
+from conceptlab.store.files import read_json, read_parquet
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import Evaluation, Measurement, StepResult, StudyBase, Summary, due_checkpoints
 
@@ -426,7 +426,7 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
     a = cfg.eval.abstractions
     curves, commits = [], []
     for step in steps:
-        part = pd.concat([pd.read_parquet(run.step_file(DIRECTORY, step, m)) for m in MEASURES], ignore_index=True)
+        part = pd.concat([read_parquet(run.step_file(DIRECTORY, step, m)) for m in MEASURES], ignore_index=True)
         part.insert(0, "step", step)
         curves.append(part)
         c = commitment(part, a.commitment_level, process)

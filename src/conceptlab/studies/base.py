@@ -30,6 +30,7 @@ from rich.console import Console
 from torch import Tensor
 
 from conceptlab.config_base import DataSection
+from conceptlab.store.files import read_parquet
 from conceptlab.store.run_folder import RunFolder
 
 
@@ -190,5 +191,5 @@ def read_step_tables(run: RunFolder, directory: str, piece: str | None = None) -
     parts = run.step_files(directory, piece)
     if not parts:
         raise RuntimeError(f"no evaluated checkpoints in {run.root / directory}")
-    out = pd.concat([pd.read_parquet(path) for _, path in parts], ignore_index=True)
+    out = pd.concat([read_parquet(path) for _, path in parts], ignore_index=True)
     return out.sort_values("step", kind="stable").reset_index(drop=True) if "step" in out.columns else out
