@@ -674,6 +674,9 @@ def _cell(value) -> str:
 
 
 def main() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command line draws to files only; importing the package never switches backends
     app()
 
 
