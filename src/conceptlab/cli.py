@@ -183,14 +183,16 @@ def _step_text(step: float | None) -> str:
 def _print_emergence(emergence: dict) -> None:
     """Per target: emergence step and final score of each intervention, memorization and turn."""
     for target, entry in emergence["targets"].items():
-        table = Table(f"target {target}: intervention", f"emergence step (score ≥ {emergence['threshold']})",
+        name = f" ({entry['name']})" if entry.get("name") else ""
+        table = Table(f"target {target}{name}: intervention", f"emergence step (score ≥ {emergence['threshold']})",
                       "final score", box=None)
         for name, step in entry["emergence_step"].items():
             table.add_row(name, _step_text(step), f"{entry['final_score'][name]:.3f}")
         console.print(table)
         phase, turn = entry.get("memorization"), entry.get("turn") or {}
         if phase:
-            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}")
+            as_name = f" ({phase['read_as_name']})" if phase.get("read_as_name") else ""
+            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}{as_name}")
         if turn.get("step") is not None:
             way = "toward the target" if turn.get("toward_target") else "away from the target"
             console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")

@@ -115,6 +115,11 @@ def summarize(cfg, run: RunFolder, data_summary: dict, probe_report: dict) -> Su
             interventions, best = collected
             tables.update(interventions=interventions, emergence=best)
             emergence, matched = summarize_emergence(cfg, best, table, interventions)
+            names = data_summary.get("class_names", {})
+            for code, entry in emergence["targets"].items():
+                entry["name"] = names.get(code, code)
+                if entry.get("memorization"):
+                    entry["memorization"]["read_as_name"] = names.get(entry["memorization"]["read_as"])
             if not matched.empty:
                 matched.insert(0, "run", run.name)
                 tables["matched_naive"] = matched
@@ -180,7 +185,8 @@ class ConceptSpaceStudy(StudyBase):
         check_sites(cfg, model)
 
     def headline(self, cfg, dgp: ShapesDGP) -> str:
-        return f"{len(dgp.train_classes)} training classes, held out {dgp.held_out_classes}"
+        held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"
+        return f"{len(dgp.train_classes)} training classes, held out {held}"
 
     def prepare_shared(self, cfg, progress: bool = False) -> None:
         """Train (or find cached) the concept probe once, before sweep workers start and all load it."""
@@ -206,6 +212,7 @@ class ConceptSpaceStudy(StudyBase):
                 images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
             images = images.float().cpu()
             table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
+            table["class_name"] = table["class"].map(dgp.class_name)
             mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
             return StepResult(table, samples={f"step_{step:07d}": images[::n].clone()},  # first generation per class
                               info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()))

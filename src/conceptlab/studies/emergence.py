@@ -125,6 +125,8 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
                 iv.max_batch, noise_seed=noise_seed,
             )
         table.insert(0, "step", step)
+        if hasattr(dgp, "class_name"):
+            table["target_name"] = table["target"].map(dgp.class_name)
         n = iv.samples
         keep = torch.cat([images[k * n : k * n + min(SAMPLES_KEPT, n)] for k in range(len(table))])
         best = table.groupby("intervention", sort=False)["score"].max()
