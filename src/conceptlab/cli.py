@@ -675,6 +675,34 @@ def _cell(value) -> str:
     return str(value)
 
 
+@app.command("controls-report")
+def controls_report_cmd(
+    root: Path = typer.Argument(..., help="a sweep folder whose spec declares a controls block"),
+) -> None:
+    """A finding beside its controls across report seeds: the table and each claim's verdict against its control."""
+    from conceptlab.experiments.controls_report import CLAIMS, FIGURE, MARKDOWN, controls_report
+
+    if not root.is_dir():
+        _fail(f"{root} is not a folder")
+    try:
+        report = controls_report(root)
+    except (FileNotFoundError, ValueError, ConfigError) as err:
+        _fail(str(err))
+    console.print(f"[bold]{report['sweep']}[/] over report seeds {report['seeds']} "
+                  f"(settings chosen on {report['settings_seeds'] or 'undeclared seeds'})", highlight=False)
+    if report["missing_runs"]:
+        _warn([f"{len(report['missing_runs'])} runs of the manifest are not finished: "
+               f"{', '.join(report['missing_runs'])}"])
+    table = Table("claim", "control", "criterion", "per seed", "verdict", box=None)
+    for c in report["claims"]:
+        crit = "true" if c["direction"] == "holds" else f"{'>' if c['direction'] == 'greater' else '<'} by ≥ {c['margin']:g}"
+        seeds = " ".join(("✓" if s["passed"] else "✗") + (f"{s['difference']:+.3g}" if s["difference"] is not None
+                                                          else "") for s in c["seeds"])
+        table.add_row(c["name"], c["control"] or "—", crit, seeds, f"{c['verdict']} ({c['passed']}/{c['of']})")
+    console.print(table)
+    console.print(f"tables: {root / MARKDOWN}, {root / CLAIMS}; figure: {root / FIGURE}", highlight=False)
+
+
 def main() -> None:
     import matplotlib
 

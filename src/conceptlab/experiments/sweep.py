@@ -14,6 +14,7 @@ A sweep spec is YAML (shipped ones live in `conceptlab/experiments/sweeps/`):
       seeds: [0, 1, 2]                       # data_seed = train_seed = each value
       # seeds: {data_seed: [0, 1], train_seed: [0, 1, 2]}   # separate seeds, crossed
     settings_seeds: [0, 1]                   # seeds the settings were chosen on: refused on the seeds axis
+    controls: {...}                          # optional: numbers beside their controls, claims (experiments.claims)
     executor:
       kind: local                            # local | slurm
       workers: null                          # local: processes (default: CPU cores)
@@ -40,6 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from conceptlab.config_base import config_hash
+from conceptlab.experiments.claims import ControlsSpec
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_state
 from conceptlab.experiments.loading import (
@@ -77,6 +79,9 @@ class SweepSpec(_Strict):
     )
     executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
     root: str | None = None
+    controls: ControlsSpec | None = Field(
+        None, description="the numbers to tabulate beside their controls and the claims to test (experiments.claims)"
+    )
 
 
 @dataclass
@@ -182,12 +187,13 @@ def parse_spec(source: str) -> SweepSpec:
         "settings_seeds": data.pop("settings_seeds", None) or [],
         "executor": data.pop("executor", None) or {},
         "root": data.pop("root", None),
+        "controls": data.pop("controls", None),
     }
     data.pop("base")
     if data:
         raise ConfigError(
             f"{where}: unknown key {sorted(data)[0]!r}; allowed: name, description, base, overrides, axes, "
-            "settings_seeds, executor, root"
+            "settings_seeds, executor, root, controls"
         )
     try:
         return SweepSpec.model_validate(fields)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import pandas as pd
+import torch
 from rich.console import Console
 from torch import Tensor
 
@@ -193,3 +194,16 @@ def read_step_tables(run: RunFolder, directory: str, piece: str | None = None) -
         raise RuntimeError(f"no evaluated checkpoints in {run.root / directory}")
     out = pd.concat([read_parquet(path) for _, path in parts], ignore_index=True)
     return out.sort_values("step", kind="stable").reset_index(drop=True) if "step" in out.columns else out
+
+
+def untrained_model(cfg, dgp, like):
+    """The network at initialisation — a control of every representation analysis: the run's architecture built
+    under its training seed, exactly as training started (the global random state is left as it was); on `like`'s
+    device, in eval mode."""
+    from conceptlab.models.diffusion_model import build_model
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.train.train_seed)
+        model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, dgp.image_size, dgp.channels,
+                            dgp.attribute_sizes, dgp.null_label)
+    return model.to(next(like.parameters()).device).eval()

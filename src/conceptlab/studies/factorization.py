@@ -20,8 +20,10 @@ measurements. Per checkpoint (every k-th and the last; resumable through the run
 At the final checkpoint, **controls** (`geometry_controls/`, table `geometry_controls.parquet`, summary `controls`):
 the trained representation and each of `geometry.controls` — the network at initialisation (`untrained`), its
 input at t (`pixels`: the noised ground-truth images), the label encoding (`encoding`) and a random untrained layer
-on it (`encoding_map`) — through the same analyses (effective dimension, factorization measure, chord tests, Betti
-numbers and the longest bars), one row each, so every claim can name the control it beats.
+on it (`encoding_map`, drawn per run from `geometry.seed` and the run's train_seed) — through the same analyses
+(effective dimension, factorization measure, chord tests, Betti numbers, `torus` = 1 where they are (1, 2, 1), and
+the longest bars), one row each and on the same noised inputs, so every claim can name the control it beats and the
+comparison is paired. Figure `controls.png`.
 
 At the end: persistent homology (Betti numbers) of the final cloud and the chord (orthogonality / parallelism)
 tests on the grid, next to the same tests on ideal 3D-torus and Clifford-torus references (`homology.json`); the
@@ -61,7 +63,15 @@ from conceptlab.models.unet import check_image_size
 from conceptlab.probes.locator import generation_accuracy, locate
 from conceptlab.store.files import read_tensors
 from conceptlab.store.run_folder import RunFolder
-from conceptlab.studies.base import Evaluation, Measurement, StepResult, StudyBase, Summary, read_step_tables
+from conceptlab.studies.base import (
+    Evaluation,
+    Measurement,
+    StepResult,
+    StudyBase,
+    Summary,
+    read_step_tables,
+    untrained_model,
+)
 from conceptlab.train.precision import autocast, resolve_bf16
 
 SAMPLES_KEPT = 6  # generations kept per region and checkpoint for the sample figure
@@ -121,7 +131,8 @@ class GeometryConfig(StrictConfig):
         description="representations the final checkpoint's is compared with, by the same analyses: the network at "
         "initialisation, its input at t (noised ground-truth images), the label encoding, a random layer on it",
     )
-    encoding_map_width: int = Field(256, ge=2, description="units of the encoding_map control's random layer")
+    encoding_map_width: int = Field(256, ge=2, description="units of the encoding_map control's random layer (drawn "
+                                    "from `seed` and the run's train_seed, so each run has its own)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
 
@@ -393,21 +404,9 @@ def figures(cfg, acc: pd.DataFrame, geo: pd.DataFrame, cloud: dict[str, torch.Te
 
 
 # -- controls --------------------------------------------------------------------------------------------------------
-def untrained_model(cfg, dgp, like):
-    """The network at initialisation: the run's architecture built under its training seed, as training started
-    (the global random state is left as it was); on `like`'s device, in eval mode."""
-    from conceptlab.models.diffusion_model import build_model
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.train.train_seed)
-        model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, dgp.image_size, dgp.channels,
-                            dgp.attribute_sizes, dgp.null_label)
-    return model.to(next(like.parameters()).device).eval()
-
-
 CONTROL_MEASURES = ("effective_dimension", "explained_variance_top4", "additive_share", "additive_chance",
                     "subspace_overlap", "subspace_max_cosine", "orthogonality", "parallelism", "betti_0", "betti_1",
-                    "betti_2", "h1_bar_1", "h1_bar_2", "h2_bar_1")
+                    "betti_2", "torus", "h1_bar_1", "h1_bar_2", "h2_bar_1")
 
 
 def control_row(cfg, source: str, points: torch.Tensor, labels: torch.Tensor, step: int, period) -> dict:
@@ -426,6 +425,7 @@ def control_row(cfg, source: str, points: torch.Tensor, labels: torch.Tensor, st
         pass
     if geo.homology and total > 0:
         row.update(homology_columns(homology(cfg, points)))
+        row["torus"] = int((row["betti_0"], row["betti_1"], row["betti_2"]) == (1, 2, 1))
     return row
 
 
@@ -433,9 +433,23 @@ def control_fields(table: pd.DataFrame) -> dict[str, dict[str, float | int | Non
     """The summary's `controls` block: per source, the measures the torus and factorization claims read."""
     out = {}
     for r in table.to_dict("records"):
-        out[r["source"]] = {k: (None if pd.isna(r.get(k)) else (int(r[k]) if k.startswith("betti") else _r(r[k])))
+        out[r["source"]] = {k: (None if pd.isna(r.get(k)) else
+                                (int(r[k]) if k.startswith("betti") or k == "torus" else _r(r[k])))
                             for k in CONTROL_MEASURES if k in r}
     return out
+
+
+FIGURE_MEASURES = ("additive_share", "subspace_overlap", "orthogonality", "parallelism", "effective_dimension",
+                   "betti_1", "betti_2", "h1_bar_2")
+
+
+def controls_figure(table: pd.DataFrame, title: str):
+    """The trained representation beside its controls, one panel per measure of `FIGURE_MEASURES`."""
+    from conceptlab.report.control_figures import plot_controls
+
+    measures = [m for m in FIGURE_MEASURES if m in table]
+    long = table.melt(id_vars=["source"], value_vars=measures, var_name="measure", value_name="value")
+    return plot_controls(long, list(dict.fromkeys(table["source"])), measures, title)
 
 
 # -- the study -------------------------------------------------------------------------------------------------------
@@ -443,7 +457,8 @@ class FactorizationStudy(StudyBase):
     """`data.kind: bumps` — composition vs interpolation and the geometry of the label representation."""
 
     kind = "bumps"
-    version = 3  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls and the factorization measure
+    version = 4  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls and the factorization measure;
+    # 4: the encoding_map control seeded by the run's train_seed
     order = 1
     data_config = BumpsDataConfig
     eval_fields = {
@@ -524,7 +539,9 @@ class FactorizationStudy(StudyBase):
             if "encoding" in geo.controls:
                 clouds["encoding"] = encoding
             if "encoding_map" in geo.controls:
-                clouds["encoding_map"] = encoding_map_cloud(encoding, geo.encoding_map_width, geo.seed)
+                # each run draws its own random layer (like its own untrained network): seeded by the run's seed
+                clouds["encoding_map"] = encoding_map_cloud(encoding, geo.encoding_map_width,
+                                                            geo.seed * 1_000_003 + cfg.train.train_seed)
             rows = [control_row(cfg, source, points, grid, step, dgp.period) for source, points in clouds.items()]
             table = pd.DataFrame(rows)
             info = " ".join(f"{r.source} {r.additive_share:.2f}" for r in table.itertuples() if "additive_share" in table)
@@ -548,11 +565,14 @@ class FactorizationStudy(StudyBase):
                 control_table.insert(0, "run", run.name)
                 tables["geometry_controls"] = control_table
                 fields["controls"] = control_fields(control_table)
+            figs = figures(cfg, acc, geo_table, cloud, topo, samples)
+            if "controls" in fields:
+                figs["controls.png"] = controls_figure(control_table, f"{cfg.name} ({run.name}), step {final_step}")
             return Summary(
                 fields=fields,
                 tables=tables,
                 files={"homology.json": topo},
-                figures=figures(cfg, acc, geo_table, cloud, topo, samples),
+                figures=figs,
                 seconds={"topology": topology_seconds},
             )
 
