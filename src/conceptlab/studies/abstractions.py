@@ -79,6 +79,7 @@ from conceptlab.studies.base import (
     StudyBase,
     Summary,
     due_checkpoints,
+    once_each,
     untrained_model,
 )
 
@@ -133,6 +134,11 @@ class AbstractionsConfig(StrictConfig):
     )
     use_ema: bool = True
     seed: int = Field(0, ge=0)
+
+    @field_validator("controls")
+    @classmethod
+    def _once_each(cls, v: list[str]) -> list[str]:
+        return once_each(v)
 
     @field_validator("taus")
     @classmethod

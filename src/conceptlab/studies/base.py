@@ -196,6 +196,14 @@ def read_step_tables(run: RunFolder, directory: str, piece: str | None = None) -
     return out.sort_values("step", kind="stable").reset_index(drop=True) if "step" in out.columns else out
 
 
+def once_each(controls: list[str]) -> list[str]:
+    """A config's list of controls, refused when one is named twice (it would be measured twice under one name)."""
+    twice = sorted({c for c in controls if controls.count(c) > 1})
+    if twice:
+        raise ValueError(f"control {twice[0]!r} named twice")
+    return controls
+
+
 def untrained_model(cfg, dgp, like):
     """The network at initialisation — a control of every representation analysis: the run's architecture built
     under its training seed, exactly as training started (the global random state is left as it was); on `like`'s

@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from conceptlab.analysis.geometry import (
     as_grid,
@@ -70,6 +70,7 @@ from conceptlab.studies.base import (
     StudyBase,
     Summary,
     read_step_tables,
+    once_each,
     untrained_model,
 )
 from conceptlab.train.precision import autocast, resolve_bf16
@@ -135,6 +136,11 @@ class GeometryConfig(StrictConfig):
                                     "from `seed` and the run's train_seed, so each run has its own)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
+
+    @field_validator("controls")
+    @classmethod
+    def _once_each(cls, v: list[str]) -> list[str]:
+        return once_each(v)
 
 
 def _sample_steps(cfg) -> int:
