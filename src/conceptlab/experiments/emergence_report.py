@@ -122,7 +122,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
     block = RunFolder(root / per_run["run"].iloc[0]).read_summary()["emergence"]
     threshold = block["threshold"]
     rule = EmergenceRule(block["threshold"], block.get("stay", 2), block.get("confidence", True))
-    save_figure(plot_intervention_scores(curves, threshold), root / "emergence_seeds.png")
+    names = {t: e.get("name") or t for t, e in block["targets"].items()}
+    save_figure(plot_intervention_scores(curves, threshold, target_names=names), root / "emergence_seeds.png")
     gap_rows = []
 
     verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "targets": {}}

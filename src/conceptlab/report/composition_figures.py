@@ -13,45 +13,53 @@ import pandas as pd
 import torch
 from matplotlib.figure import Figure
 
+from conceptlab.report import names as nm
 from conceptlab.report.figures import plot_samples
+from conceptlab.report.style import COLUMN, PAGE, REFERENCE, color, styled
 
-_REGION_STYLE = {"train": ("C0", "--"), "held_out": ("C3", "-")}
+_REGION_STYLE = {"train": (color(1), "--"), "held_out": (color(2), "-")}
 
 
+@styled
 def plot_generation_accuracy(table: pd.DataFrame, tolerance: float | None = None) -> Figure:
     """Accuracy vs step: one panel each for x, y and joint, one line per region (held out solid)."""
-    fig, axes = plt.subplots(1, 3, figsize=(11.0, 3.3), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(PAGE, 2.4), sharey=True)
+    titles = {"x": "x position", "y": "y position", "joint": "both (joint)"}
     for ax, key in zip(axes, ("x", "y", "joint")):
         for k, (region, rows) in enumerate(table.groupby("region", sort=False)):
             rows = rows.sort_values("step")
-            color, style = _REGION_STYLE.get(region, (f"C{k + 4}", "-"))
-            ax.plot(rows["step"], rows[key], style, marker="o", ms=3, color=color, label=region)
-        ax.set_title(f"{key}" + (f" (±{tolerance:g} px)" if tolerance else ""))
+            colour, style = _REGION_STYLE.get(region, (color(k + 3), "-"))
+            ax.plot(rows["step"], rows[key], style, marker="o", ms=2.5, color=colour, label=nm.region(region))
+        ax.set_title(titles[key] + (f", within ±{tolerance:g} px" if tolerance else ""))
         ax.set_xlabel("training step")
         ax.set_ylim(-0.03, 1.03)
     axes[0].set_ylabel("generation accuracy")
-    axes[-1].legend(fontsize=8)
+    axes[-1].legend()
     fig.tight_layout()
     return fig
 
 
+@styled
 def plot_effective_dimension(table: pd.DataFrame, cut: float | None = None) -> Figure:
     """Effective dimension (participation ratio) and explained variance of the top 4 PCs vs step; with homology
     over training (`betti_*` columns), a second panel: the longest H1 and H2 bars (as fractions of the diameter,
     with the persistence `cut` when given) and the Betti numbers vs step."""
     rows = table.sort_values("step")
     with_homology = "betti_1" in rows and rows["betti_1"].notna().any()
-    fig, axes = plt.subplots(1, 2 if with_homology else 1, figsize=(11.0 if with_homology else 5.8, 3.4),
+    fig, axes = plt.subplots(1, 2 if with_homology else 1, figsize=(PAGE if with_homology else COLUMN + 0.4, 2.6),
                              squeeze=False)
     ax = axes[0, 0]
     ax.plot(rows["step"], rows["effective_dimension"], "-o", ms=3, color="C0", label="effective dimension")
-    ax.axhline(4, color="grey", lw=0.8, ls=":")
+    ax.axhline(4, color=REFERENCE, lw=0.8, ls=":", label="4 (a torus in R⁴)")
     ax.set_xlabel("training step")
     ax.set_ylabel("effective dimension", color="C0")
     twin = ax.twinx()
     twin.plot(rows["step"], rows["explained_variance_top4"], "--", color="C1", label="explained var. top 4")
     twin.set_ylim(0, 1.02)
     twin.set_ylabel("explained variance, top 4 PCs", color="C1")
+    twin.grid(False)
+    lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
+    ax.legend(lines, [h.get_label() for h in lines], loc="upper right")
     hook = rows["hook"].iloc[0] if "hook" in rows else ""
     ax.set_title(f"{hook}, t = {rows['t'].iloc[0]:g}" if "t" in rows else hook, fontsize=9)
     if with_homology:
@@ -68,7 +76,7 @@ def plot_effective_dimension(table: pd.DataFrame, cut: float | None = None) -> F
         ax.set_xscale("symlog", linthresh=max(1.0, float(h["step"].min())))
         top = float(h[[c for c in h.columns if c.startswith(("h1_bar", "h2_bar"))]].to_numpy().max())
         if cut is not None:
-            ax.axhline(cut, color="grey", lw=0.8, ls=":", label="cut")
+            ax.axhline(cut, color=REFERENCE, lw=0.8, ls=":", label="persistence cut")
             top = max(top, cut)
         for r in h.itertuples():  # the Betti numbers (β0 β1 β2) of each checkpoint, above its bars
             ax.annotate(f"{int(r.betti_0)}{int(r.betti_1)}{int(r.betti_2)}", (r.step, top * 1.08), fontsize=6,
@@ -80,43 +88,49 @@ def plot_effective_dimension(table: pd.DataFrame, cut: float | None = None) -> F
     return fig
 
 
+@styled
 def plot_pca_projection(projected: np.ndarray, labels: np.ndarray, cyclic: bool = False) -> Figure:
     """The cloud in its top 3 PCs (3D scatter), coloured by μx (left) and μy (right); a cyclic colour map for
     periodic labels."""
-    fig = plt.figure(figsize=(9.0, 4.2))
+    fig = plt.figure(figsize=(PAGE, 3.4))
     dims = min(3, projected.shape[1])
-    for k, (name, values) in enumerate((("μx", labels[:, 0]), ("μy", labels[:, 1]))):
+    for k, (name, values) in enumerate((("label μx", labels[:, 0]), ("label μy", labels[:, 1]))):
         ax = fig.add_subplot(1, 2, k + 1, projection="3d" if dims == 3 else None)
         coords = [projected[:, i] for i in range(dims)]
-        sc = ax.scatter(*coords, c=values, cmap="twilight" if cyclic else "viridis", s=6)
+        sc = ax.scatter(*coords, c=values, cmap="twilight" if cyclic else "viridis", s=4)
         ax.set_title(f"coloured by {name}")
-        ax.set_xlabel("PC1")
-        ax.set_ylabel("PC2")
+        ax.set_xlabel("PC1", labelpad=-2)
+        ax.set_ylabel("PC2", labelpad=-2)
         if dims == 3:
-            ax.set_zlabel("PC3")
-        fig.colorbar(sc, ax=ax, shrink=0.6)
+            ax.set_zlabel("PC3", labelpad=-2)
+            ax.tick_params(labelsize=5, pad=0)
+        # the colour bar goes under the panel, so it never covers an axis label
+        bar = fig.colorbar(sc, ax=ax, orientation="horizontal", shrink=0.6, pad=0.08, aspect=30)
+        bar.set_label(name + (" (periodic)" if cyclic else ""))
     fig.tight_layout()
     return fig
 
 
+@styled
 def plot_barcode(diagrams: list[np.ndarray], threshold: float, betti: list[int] | None = None,
                  infinite: list[int] | None = None) -> Figure:
     """Persistence barcode per homology dimension (finite bars, longest first). The bars counted in the Betti
     numbers are dark: the longest β − (infinite bars) of each dimension when `betti` is given, else those longer
     than `threshold`; the dotted line is the threshold."""
-    fig, axes = plt.subplots(len(diagrams), 1, figsize=(6.0, 1.2 + 1.3 * len(diagrams)), squeeze=False)
+    fig, axes = plt.subplots(len(diagrams), 1, figsize=(COLUMN + 0.4, 0.8 + 1.0 * len(diagrams)), squeeze=False)
     top = max([float(d[:, 1].max()) for d in diagrams if len(d)] + [threshold, 1e-9])
     for dim, (ax, d) in enumerate(zip(axes[:, 0], diagrams)):
         d = d[np.argsort(d[:, 0] - d[:, 1])] if len(d) else d
         counted = None if betti is None else betti[dim] - (infinite[dim] if infinite else 0)
         for i, (b, e) in enumerate(d[:60]):
             dark = i < counted if counted is not None else e - b > threshold
-            ax.plot([b, e], [i, i], color="C0" if dark else "0.75", lw=1.5)
+            ax.plot([b, e], [i, i], color=color(1) if dark else "0.75", lw=1.2)
         extra = f", {infinite[dim]} infinite" if infinite else ""
         beta = f" — β{dim} = {betti[dim]}" if betti else ""
         ax.set_ylabel(f"H{dim}")
-        ax.set_title(f"H{dim}: {len(d)} finite bars{extra}{beta}", fontsize=8)
+        ax.set_title(f"H{dim}: {len(d)} finite bars{extra}{beta}")
         ax.set_yticks([])
+        ax.grid(False)
         ax.set_xlim(0, top * 1.05)
     axes[-1, 0].set_xlabel(f"filtration radius (dark: counted; persistence cut {threshold:.3g})")
     fig.tight_layout()
@@ -146,5 +160,5 @@ def plot_generations(samples: dict[str, torch.Tensor], max_rows: int = 6) -> Fig
         shape = next(t.shape for t in tiles if t is not None)
         tiles = [np.zeros(shape) if t is None else t for t in tiles]
         grids[s] = np.repeat(np.stack(tiles)[..., None], 3, axis=-1)
-    labels = [f"{region} {i}" if i else region for region, i in columns]
+    labels = [f"{nm.region(region)} {i}" if i else nm.region(region) for region, i in columns]
     return plot_samples(grids, labels, rotate_labels=True)

@@ -12,13 +12,19 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
+from conceptlab.report import names as nm
+from conceptlab.report.style import styled
 
+
+@styled
 def plot_controls(table: pd.DataFrame, sources: list[str], measures: list[str], title: str = "") -> Figure:
     """One panel per measure: each source's value on each seed (dots), its mean (bar), the trained model in black."""
     n = max(1, len(measures))
     cols = min(n, 4)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.9 * rows), squeeze=False)
+    cols = min(cols, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7.0, 2.2 * rows + 0.3), squeeze=False)
     colors = {s: ("black" if s == "trained" else plt.get_cmap("tab10")(i % 10)) for i, s in enumerate(sources)}
     for ax, m in zip(axes.flat, measures):
         part = table[table["measure"] == m]
@@ -27,12 +33,14 @@ def plot_controls(table: pd.DataFrame, sources: list[str], measures: list[str], 
             if len(v):
                 ax.bar(i, v.mean(), color=colors[s], alpha=0.25, width=0.7)
                 ax.scatter([i] * len(v), v, color=colors[s], s=14, zorder=3)
-        ax.set_xticks(range(len(sources)), sources, rotation=35, ha="right", fontsize=7)
-        ax.set_title(m, fontsize=9)
+        ax.set_xticks(range(len(sources)), [nm.human(s) for s in sources], rotation=35, ha="right", fontsize=6.5)
+        ax.set_title(nm.measure(m.split(".")[-1]) if "." in m else nm.measure(m))
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(measures):]:
         ax.axis("off")
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
+    fig.text(0.01, 0.0, "bars: mean over seeds; dots: one seed each; trained model in black", ha="left", va="top",
+             fontsize=6.5, color="0.2")
     fig.tight_layout()
     return fig

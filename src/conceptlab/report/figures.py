@@ -1,110 +1,219 @@
-"""Figures for a run: concept-space trajectories, accuracy per concept over training, the loss curve.
+"""Figures for a run: concept-space trajectories, accuracy per concept over training, the loss curve, samples.
 
-Every function takes tables (pandas) and returns a matplotlib Figure; saving is the caller's job.
+Every function takes tables (pandas) and returns a matplotlib Figure drawn in the package style
+(`report.style`); classes are named by the table's `class_name` column where it has one; saving is the caller's job.
 """
 
 from __future__ import annotations
+
+import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
-from conceptlab.analysis.concept_space import trajectories
+from conceptlab.analysis.concept_space import smooth, trajectories
+from conceptlab.report import names as nm
+from conceptlab.report.style import COLUMN, PAGE, REFERENCE, SEQUENTIAL, caption, class_colors, color, panel_grid, styled
 
-_CLASS_COLORS = plt.get_cmap("tab10")
-
-
-def _class_color(classes: list[str], code: str):
-    return _CLASS_COLORS(sorted(classes).index(code) % 10)
+MIN_VALID_FRACTION = 0.25  # concept-space points read from fewer valid images than this share are hidden
 
 
+def _class_color(classes: list[str], code: str, names: dict[str, str] | None = None):
+    return class_colors(classes, names)[code]
+
+
+def _arrows(ax, xs: np.ndarray, ys: np.ndarray, colour, every: int = 1) -> None:
+    """Arrow heads at the middle of the trajectory's segments (every `every`-th), pointing forward in training."""
+    for i in range(0, len(xs) - 1, every):
+        x0, y0, x1, y1 = xs[i], ys[i], xs[i + 1], ys[i + 1]
+        if math.hypot(x1 - x0, y1 - y0) < 0.03:
+            continue
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        ax.annotate("", xy=(mx + (x1 - x0) * 0.05, my + (y1 - y0) * 0.05), xytext=(mx, my),
+                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=0.8, mutation_scale=7), zorder=4)
+
+
+def valid_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (class, step): valid images (valid_fraction × n) and n, as read by the concept probe."""
+    g = table.groupby(["class", "step"]).agg(valid_fraction=("valid_fraction", "first"), n=("n", "first"))
+    g["valid"] = (g["valid_fraction"] * g["n"]).round().astype(int)
+    return g.reset_index()
+
+
+@styled
 def plot_concept_space(
-    table: pd.DataFrame, concepts: list[str], thumbnails: dict[str, np.ndarray] | None = None
+    table: pd.DataFrame,
+    concepts: list[str],
+    thumbnails: dict[str, np.ndarray] | None = None,
+    value_names: dict[str, list[str]] | None = None,
+    min_valid_fraction: float = MIN_VALID_FRACTION,
 ) -> Figure:
     """Trajectories of every class prompt in concept space (2 or 3 concepts), targets at the corners.
 
-    Training classes are dashed, held-out classes solid; the marker fill goes light → dark with
-    training step; `thumbnails` (class code → HxWx3 image) are drawn next to each target corner.
+    Time: points are coloured by training step (one colour bar) and arrows point forward in training. Each class
+    has its colour (held-out solid, training dashed), its target corner a star. A point's area is proportional to
+    the valid images it was read from; points read from fewer than `min_valid_fraction` of the images are hidden
+    (the rule and the count hidden are written under the figure). `thumbnails` (class code → HxWx3 image): the last
+    generations, drawn next to each target corner (2 concepts only).
     """
-    traj = trajectories(table)
+    if len(concepts) < 2:
+        raise ValueError("a concept-space plot needs at least 2 concepts")
+    class_names = nm.class_names_of(table)
+    traj = trajectories(table).merge(valid_counts(table), on=["class", "step"], how="left")
     classes = sorted(table["class"].unique())
     three_d = len(concepts) >= 3
-    fig = plt.figure(figsize=(6.4, 6.0))
+    axes_c = concepts[:3] if three_d else concepts[:2]
+    fig = plt.figure(figsize=(COLUMN + 0.4, COLUMN + 1.1))
     ax = fig.add_subplot(111, projection="3d" if three_d else None)
-    axes = concepts[:3] if three_d else concepts[:2]
-    if len(axes) == 1:
-        raise ValueError("a concept-space plot needs at least 2 concepts")
+    steps_all = traj["step"].to_numpy()
+    norm = plt.Normalize(steps_all.min(), steps_all.max() if steps_all.max() > steps_all.min() else steps_all.min() + 1)
+    cmap = plt.get_cmap(SEQUENTIAL)
+    hidden = 0
+    n_max = int(traj["n"].max()) if traj["n"].notna().any() else 1
+    sc = None
+    handles = []
     for code in classes:
-        rows = traj[traj["class"] == code]
-        split = rows["split"].iloc[0]
-        color = _class_color(classes, code)
-        style = "-" if split == "held_out" else "--"
-        coords = [rows[c].to_numpy() for c in axes]
-        ax.plot(*coords, style, color=color, lw=2 if split == "held_out" else 1.2, alpha=0.9,
-                label=f"{code} ({'held out' if split == 'held_out' else 'train'})")
-        shade = np.linspace(0.25, 1.0, len(rows))
-        ax.scatter(*coords, c=[(*color[:3], a) for a in shade], s=18, edgecolors="none")
-        target = [float(code[concepts.index(c)]) for c in axes]
-        ax.scatter(*[[v] for v in target], marker="*", s=220, color=color, edgecolors="black", zorder=5)
+        rows = traj[traj["class"] == code].sort_values("step")
+        held = rows["split"].iloc[0] == "held_out"
+        colour = _class_color(classes, code, class_names)
+        enough = rows["valid"] >= np.maximum(1, np.ceil(min_valid_fraction * rows["n"]))
+        readable = rows[enough & rows[axes_c].notna().all(axis=1)]
+        hidden += int(len(rows) - len(readable))
+        coords = [readable[c].to_numpy() for c in axes_c]
+        ax.plot(*coords, "-" if held else "--", color=colour, lw=1.6 if held else 1.0, alpha=0.9, zorder=2)
+        sizes = 4 + 26 * readable["valid"].to_numpy() / max(1, n_max)
+        sc = ax.scatter(*coords, c=readable["step"].to_numpy(), cmap=cmap, norm=norm, s=sizes,
+                        edgecolors=colour, linewidths=0.6, zorder=3)
+        if not three_d and len(readable) >= 2:
+            _arrows(ax, coords[0], coords[1], colour)
+        target = [float(code[concepts.index(c)]) for c in axes_c]
+        ax.scatter(*[[v] for v in target], marker="*", s=110, color=colour, edgecolors="black", linewidths=0.5,
+                   zorder=5)
+        label = nm.class_label(code, class_names) + (" (held out)" if held else "")
+        handles.append(Line2D([], [], color=colour, ls="-" if held else "--", lw=1.6 if held else 1.0, label=label))
         if thumbnails and code in thumbnails and not three_d:
-            offset = [(-0.12 if v < 0.5 else 0.12) for v in target]
-            box = AnnotationBbox(OffsetImage(thumbnails[code], zoom=1.4), (target[0] + offset[0], target[1] + offset[1]),
-                                 frameon=True, pad=0.1)
+            offset = [(-0.13 if v < 0.5 else 0.13) for v in target]
+            box = AnnotationBbox(OffsetImage(thumbnails[code], zoom=0.75), (target[0] + offset[0], target[1] + offset[1]),
+                                 frameon=True, pad=0.08)
             ax.add_artist(box)
-    for setter, name in zip((ax.set_xlabel, ax.set_ylabel, getattr(ax, "set_zlabel", None)), axes):
+    for setter, concept in zip((ax.set_xlabel, ax.set_ylabel, getattr(ax, "set_zlabel", None)), axes_c):
         if setter is not None:
-            setter(f"P({name} = 1)")
-    lim = (-0.25, 1.25) if not three_d else (-0.05, 1.05)
+            setter(f"P({nm.value_name(concept, 1, value_names)})" if value_names else f"P({nm.human(concept)} = 1)")
+    lim = (-0.28, 1.28) if not three_d else (-0.05, 1.05)
     ax.set_xlim(*lim)
     ax.set_ylim(*lim)
     if three_d:
         ax.set_zlim(*lim)
     else:
-        ax.add_patch(plt.Rectangle((0, 0), 1, 1, fill=False, lw=0.8, ls=":", color="grey"))
+        ax.add_patch(plt.Rectangle((0, 0), 1, 1, fill=False, lw=0.6, ls=":", color=REFERENCE))
         ax.set_aspect("equal")
-    ax.set_title("Concept-space learning dynamics")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=max(1, min(4, len(classes))), fontsize=8, frameon=False)
+        ax.grid(False)
+    handles += [Line2D([], [], marker="*", ls="none", color="0.6", markeredgecolor="black", ms=8,
+                       label="target corner of each class")]
+    if not three_d:
+        handles.append(Line2D([], [], marker=r"$\rightarrow$", ls="none", color="0.3", ms=8,
+                              label="direction of training"))
+    handles.append(Line2D([], [], marker="o", ls="none", color="0.6", ms=5, label="point area ∝ valid images"))
+    legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=6)
+    if sc is not None:
+        bar = fig.colorbar(sc, ax=ax, fraction=0.045, pad=0.02, shrink=0.8)
+        bar.set_label("training step")
+    ax.set_title("Concept space over training")
     fig.tight_layout()
+    rule = (f"Points read from fewer than {min_valid_fraction:.0%} of the images as valid objects are hidden "
+            f"({hidden} of {len(traj)} hidden; up to {n_max} images per point).")
+    caption(fig, rule, below=legend)
     return fig
 
 
-def plot_accuracy(table: pd.DataFrame, threshold: float | None = None) -> Figure:
-    """Accuracy (invalid images count as failures) vs step: one panel per concept, one line per class."""
+def rule_name(threshold: float, smoothing: int, stay: int) -> str:
+    """The learning-time rule in words (the paper's rule is the smoothed one: `smoothing` > 1)."""
+    if smoothing > 1:
+        return (f"paper's smoothed rule: trailing mean over {smoothing} checkpoints ≥ {threshold:g} "
+                f"for {stay} checkpoints")
+    return f"unsmoothed rule: accuracy ≥ {threshold:g} for {stay} checkpoints"
+
+
+@styled
+def plot_accuracy(
+    table: pd.DataFrame,
+    threshold: float | None = None,
+    times: pd.DataFrame | None = None,
+    smoothing: int = 1,
+    stay: int | None = None,
+) -> Figure:
+    """Accuracy (invalid images count as failures) vs step: one panel per concept (at most two across), one line
+    per class (held-out solid). With `times` (the `learning_times` table) each split's learning time is marked
+    where the rule places it, on the split's mean accuracy smoothed as the rule smooths it (drawn thin), and the
+    rule is named in the legend."""
     concepts = list(dict.fromkeys(table["concept"]))
     classes = sorted(table["class"].unique())
-    fig, axes = plt.subplots(1, len(concepts), figsize=(4.2 * len(concepts), 3.4), squeeze=False, sharey=True)
-    for ax, concept in zip(axes[0], concepts):
+    class_names = nm.class_names_of(table)
+    rows_n, cols_n = panel_grid(len(concepts))
+    fig, axes = plt.subplots(rows_n, cols_n, figsize=(PAGE if cols_n > 1 else COLUMN + 0.3, 2.4 * rows_n + 0.8),
+                             squeeze=False, sharey=True)
+    split_styles = {"train": "--", "held_out": "-"}
+    for ax, concept in zip(axes.flat, concepts):
         part = table[table["concept"] == concept]
         for code, rows in part.groupby("class"):
             rows = rows.sort_values("step")
             held = rows["split"].iloc[0] == "held_out"
-            ax.plot(rows["step"], rows["accuracy"], "-" if held else "--", color=_class_color(classes, code),
-                    lw=2 if held else 1.2, label=f"{code}{' (held out)' if held else ''}")
+            ax.plot(rows["step"], rows["accuracy"], "-" if held else "--", color=_class_color(classes, code, class_names),
+                    lw=1.5 if held else 1.0, marker="o", ms=2,
+                    label=nm.class_label(code, class_names) + (" (held out)" if held else ""))
         if threshold is not None:
-            ax.axhline(threshold, color="grey", lw=0.8, ls=":")
-        ax.set_title(concept)
+            ax.axhline(threshold, color=REFERENCE, lw=0.7, ls=":", label=f"threshold {threshold:g}")
+        if times is not None:
+            for split, group in part.groupby("split"):
+                curve = group.groupby("step")["accuracy"].mean().sort_index()
+                smoothed = smooth(curve.to_numpy(), smoothing)
+                ax.plot(curve.index, smoothed, split_styles.get(split, "-"), color="black", lw=0.7, alpha=0.7,
+                        label=f"{nm.split(split)}: mean" + (f", smoothed ({smoothing})" if smoothing > 1 else ""))
+                row = times[(times["split"] == split) & (times["concept"] == concept)]
+                lt = float(row["learning_time"].iloc[0]) if len(row) else math.nan
+                if not math.isnan(lt):
+                    ax.axvline(lt, color="black", lw=0.9, ls=split_styles.get(split, "-"), alpha=0.8)
+                    y = float(np.interp(lt, curve.index, smoothed))
+                    ax.plot([lt], [y], marker="v", color="black", ms=5, ls="none",
+                            label=f"learning time, {nm.split(split)}")
+                    ax.annotate(f"{lt:g}", (lt, 1.02), fontsize=6, ha="center", va="bottom")
+        ax.set_title(nm.human(concept))
         ax.set_xlabel("training step")
-        ax.set_ylim(-0.03, 1.03)
-    axes[0][0].set_ylabel("accuracy")
-    axes[0][-1].legend(fontsize=8)
+        ax.set_ylim(-0.03, 1.08)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("accuracy")
+    for ax in list(axes.flat)[len(concepts):]:
+        ax.axis("off")
+    seen = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, handle)
     fig.tight_layout()
+    legend = fig.legend(seen.values(), seen.keys(), loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3)
+    if times is not None and threshold is not None and stay is not None:
+        caption(fig, f"Learning time (▼ and vertical line): {rule_name(threshold, smoothing, stay)}; the thin black "
+                     "line is the split's mean accuracy as the rule reads it. Invalid images count as failures.",
+                below=legend)
     return fig
 
 
+@styled
 def plot_loss(log: pd.DataFrame) -> Figure:
     """Training loss vs step (raw and smoothed)."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
-    ax.plot(log["step"], log["loss"], color="0.75", lw=0.8, label="loss")
+    fig, ax = plt.subplots(figsize=(COLUMN, 2.3))
+    ax.plot(log["step"], log["loss"], color="0.7", lw=0.6, label="loss (logged steps)")
     if len(log) >= 5:
         window = max(3, len(log) // 20)
-        ax.plot(log["step"], log["loss"].rolling(window, min_periods=1).mean(), color="C0", lw=1.5,
-                label=f"moving average ({window})")
+        ax.plot(log["step"], log["loss"].rolling(window, min_periods=1).mean(), color=color(1), lw=1.3,
+                label=f"moving average over {window} logged steps")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss")
     ax.set_yscale("log")
-    ax.legend(fontsize=8)
+    ax.legend()
     fig.tight_layout()
     return fig
 
@@ -120,6 +229,7 @@ def image_grid(images: np.ndarray, columns: int) -> np.ndarray:
     return grid
 
 
+@styled
 def plot_samples(samples: dict[int, np.ndarray], labels: list[str], column_width: float = 0.7,
                  rotate_labels: bool = False) -> Figure:
     """One image per column label (a class, an intervention variant…) at each checkpoint (rows);
@@ -134,11 +244,14 @@ def plot_samples(samples: dict[int, np.ndarray], labels: list[str], column_width
         ax.imshow(image_grid(samples[step], len(labels)))
         ax.set_xticks([])
         ax.set_yticks([])
-        ax.set_ylabel(f"step {step}", rotation=0, ha="right", va="center", fontsize=7)
+        ax.grid(False)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        ax.set_ylabel(f"step {step}", rotation=0, ha="right", va="center", fontsize=6.5)
     if rotate_labels:
         axes[0, 0].set_xticks(centres, labels, fontsize=6, rotation=60, ha="left")
     else:
-        axes[0, 0].set_xticks(centres, labels, fontsize=7)
+        axes[0, 0].set_xticks(centres, labels, fontsize=6.5)
     axes[0, 0].xaxis.tick_top()
     fig.tight_layout()
     return fig

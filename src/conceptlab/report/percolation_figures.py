@@ -10,7 +10,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from conceptlab.report import names as nm
+from conceptlab.report.style import styled
 
+
+@styled
 def plot_percolation(curve: pd.DataFrame, critical: pd.DataFrame, target: float) -> Figure:
     """Mass ratio (mean ± sd over trials) vs dataset size λM per N; the critical size per N marked on the target line."""
     thresholds = sorted(curve["threshold"].unique())

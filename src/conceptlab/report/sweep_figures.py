@@ -5,72 +5,79 @@ Every function takes tables (from `analysis.concept_signal`) and returns a matpl
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.ticker
+import textwrap
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-_AXIS_LABELS = {"data.color_separation": "color separation Δc", "data.size_separation": "size separation Δs"}
+from conceptlab.report import names as nm
+from conceptlab.report.style import PAGE, color, styled
 
 
+@styled
 def plot_learning_time_vs_signal(runs: pd.DataFrame, summary: pd.DataFrame, axis: str = "data.color_separation") -> Figure:
     """Left: learning time vs the swept value per concept (mean ± sd, seeds as dots; ▲ at the top = not learned).
     Right: learning time vs concept signal, every run and concept."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(PAGE, 2.8))
     concepts = sorted(runs["concept"].unique())
-    colors = {c: plt.get_cmap("tab10")(i) for i, c in enumerate(concepts)}
+    colors = {c: color(1 + i) for i, c in enumerate(concepts)}
     learned_max = runs["learning_time"].max()
     ceiling = (learned_max if np.isfinite(learned_max) else 1.0) * 1.12
     for concept in concepts:
-        color = colors[concept]
+        colour = colors[concept]
         rows = runs[runs["concept"] == concept]
         stats = summary[summary["concept"] == concept].sort_values("axis_value")
         have = stats[stats["n_learned"] > 0]
-        left.errorbar(have["axis_value"], have["learning_time_mean"], yerr=have["learning_time_std"], color=color,
-                      marker="o", lw=2, capsize=4, label=f"{concept} (mean ± sd)")
+        spread = have["learning_time_std"].where(have["n_learned"] > 1)  # no bar from one seed
+        left.errorbar(have["axis_value"], have["learning_time_mean"], yerr=spread.fillna(0).to_numpy(), color=colour,
+                      marker="o", lw=1.5, capsize=3, label=f"{nm.human(concept)}: mean ± sd over seeds")
         jitter = (np.random.default_rng(0).random(len(rows)) - 0.5) * 0.01
         learned = rows["learning_time"].notna().to_numpy()
         left.scatter(rows["axis_value"].to_numpy()[learned] + jitter[learned], rows["learning_time"][learned],
-                     color=color, alpha=0.45, s=16)
+                     color=colour, alpha=0.45, s=16)
         if (~learned).any():
             left.scatter(rows["axis_value"].to_numpy()[~learned] + jitter[~learned], [ceiling] * int((~learned).sum()),
-                         color=color, marker="^", alpha=0.6, s=28)
-        right.scatter(rows["concept_signal"][learned], rows["learning_time"][learned], color=color, s=22, label=concept)
+                         color=colour, marker="^", alpha=0.6, s=28)
+        right.scatter(rows["concept_signal"][learned], rows["learning_time"][learned], color=colour, s=14,
+                      label=nm.human(concept))
         if (~learned).any():
-            right.scatter(rows["concept_signal"][~learned], [ceiling] * int((~learned).sum()), color=color,
+            right.scatter(rows["concept_signal"][~learned], [ceiling] * int((~learned).sum()), color=colour,
                           marker="^", s=28, alpha=0.6)
     censored = bool(runs["learning_time"].isna().any())
     if censored:
         left.axhline(ceiling, color="grey", lw=0.6, ls=":")
-    left.set_xlabel(_AXIS_LABELS.get(axis, axis))
+    left.set_xlabel(nm.config_key(axis))
     left.set_ylabel("learning time (step)")
-    left.set_title("learning time across the sweep (seeds)")
-    left.legend(fontsize=8)
+    left.set_title("learning time across the sweep (dots: seeds)")
+    left.legend(title="▲ = not learned (censored)" if censored else None)
     if censored:
         right.axhline(ceiling, color="grey", lw=0.6, ls=":")
     right.set_xlabel("concept signal")
     right.set_ylabel("learning time (step)")
     right.set_title("larger concept signal → learned earlier")
-    right.legend(fontsize=8, title="▲ = not learned" if censored else None, title_fontsize=8)
+    right.legend(title="▲ = not learned (censored)" if censored else None)
     fig.tight_layout()
     return fig
 
 
+@styled
 def plot_region_accuracy(summary: pd.DataFrame) -> Figure:
     """Bump-world sweeps: final generation accuracy (x, y, joint) per setting of the swept keys and per region,
-    mean ± sd over seeds (the output of `analysis.region_accuracy.region_accuracy_by_axis`)."""
+    mean ± sd over seeds (the output of `analysis.region_accuracy.region_accuracy_by_axis`); a setting with one run
+    has no error bar (said under the figure), settings are named `key = value` in words."""
     axes_cols = [c for c in summary.columns if c not in ("region", "runs") and not c.endswith(("_mean", "_std"))]
-    label = summary[axes_cols].astype(str).agg(", ".join, axis=1) if axes_cols else pd.Series("all", index=summary.index)
+    keys = {c: nm.config_key(c.replace("_", ".", 1)) for c in axes_cols}
+    label = (summary[axes_cols].apply(lambda r: ", ".join(f"{keys[c]} = {r[c]}" for c in axes_cols), axis=1)
+             if axes_cols else pd.Series("all runs", index=summary.index))
     settings = list(dict.fromkeys(label))
     regions = list(dict.fromkeys(summary["region"]))
-    fig, axs = plt.subplots(1, 3, figsize=(4.0 * 3, 3.8), sharey=True)
+    fig, axs = plt.subplots(1, 3, figsize=(PAGE, 2.8), sharey=True)
     width = 0.8 / max(1, len(regions))
-    colors = {"train": "tab:blue", "held_out": "tab:red"}
+    colors = {"train": color(1), "held_out": color(2)}
+    runs = summary["runs"] if "runs" in summary.columns else pd.Series(1, index=summary.index)
     for ax, metric in zip(axs, ("x", "y", "joint")):
         for j, region in enumerate(regions):
             xs, heights, errs = [], [], []
@@ -81,23 +88,29 @@ def plot_region_accuracy(summary: pd.DataFrame) -> Figure:
                 xs.append(i + (j - (len(regions) - 1) / 2) * width)
                 heights.append(float(row[f"{metric}_mean"].iloc[0]))
                 std = row[f"{metric}_std"].iloc[0]
-                errs.append(0.0 if pd.isna(std) else float(std))
-            ax.bar(xs, heights, width, yerr=errs, capsize=3, label=region, color=colors.get(region))
+                one = int(runs[row.index[0]]) < 2
+                errs.append(np.nan if pd.isna(std) or one else float(std))
+            ax.bar(xs, heights, width, yerr=errs, capsize=2, label=nm.region(region), color=colors.get(region),
+                   error_kw={"lw": 0.8})
         ax.set_xticks(range(len(settings)))
-        ax.set_xticklabels(settings, rotation=20, ha="right", fontsize=8)
+        ax.set_xticklabels([textwrap.fill(t, 24) for t in settings], rotation=20, ha="right")
         ax.set_ylim(0, 1.05)
-        ax.set_title(f"{metric} accuracy")
-    axs[0].set_ylabel("generation accuracy (final checkpoint)")
-    axs[-1].legend(fontsize=8)
-    fig.suptitle(" / ".join(c.replace("_", ".", 1) for c in axes_cols) or "runs", fontsize=10)
+        ax.set_title({"x": "x position", "y": "y position", "joint": "both (joint)"}[metric])
+    axs[0].set_ylabel("generation accuracy, final checkpoint")
+    axs[-1].legend()
     fig.tight_layout()
+    n_runs = sorted(set(int(r) for r in runs))
+    note = ("error bars: ± sd over seeds" + (" (none where a setting has one run)" if 1 in n_runs else "")
+            + f"; runs per setting: {', '.join(map(str, n_runs))}")
+    fig.text(0.01, 0.0, note, ha="left", va="top", fontsize=6.5, color="0.2")
     return fig
 
 
+@styled
 def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float) -> Figure:
     """Left: accuracy vs dataset size per family and N (mean over seeds, runs as dots). Right: the dataset size
     reaching `target` vs N per family, log-log (the output of `analysis.data_efficiency.size_to_reach`)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(PAGE, 2.9))
     families = sorted(runs["family"].unique())
     ns = sorted(runs["N"].unique())
     styles = {f: s for f, s in zip(families, ("-", "--", ":", "-."))}
@@ -111,7 +124,7 @@ def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float)
     left.set_ylim(-0.02, 1.02)
     left.set_xlabel("training images")
     left.set_ylabel("generation accuracy (2D grid, final checkpoint)")
-    left.legend(fontsize=7)
+    left.legend(fontsize=6)
     for family, g in sizes.groupby("family"):
         g = g[g["size_to_reach"].notna()]
         limited = g["training_limited"].astype(bool) if "training_limited" in g.columns else pd.Series(False, g.index)
@@ -127,7 +140,7 @@ def plot_data_efficiency(runs: pd.DataFrame, sizes: pd.DataFrame, target: float)
     right.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
     right.set_xlabel("canvas size N")
     right.set_ylabel(f"training images to reach {target:.0%}")
-    right.set_title("▼ = reached already at the smallest size; hollow = training-limited (not fitted)", fontsize=8)
-    right.legend(fontsize=8)
+    right.set_title("▼ = reached already at the smallest size; hollow = training-limited (not fitted)", fontsize=6.5)
+    right.legend()
     fig.tight_layout()
     return fig

@@ -531,7 +531,7 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
 
     at_final = table[table["step"] == final]
     fig = plot_abstractions(trained_table[trained_table["step"] == final], last,
-                            title=f"{cfg.name} ({run.name}), step {final}",
+                            title=f"Commitment along generation time, final checkpoint (step {final})",
                             controls=at_final[at_final["source"] != "trained"])
     conditional = read_json(run.step_file(DIRECTORY, final, "conditional", ".json"))
 

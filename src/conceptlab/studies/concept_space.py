@@ -78,24 +78,30 @@ def _check_interventions(cfg) -> None:
         raise ValueError("eval.interventions enables no intervention")
 
 
-def run_figures(cfg, run: RunFolder, table: pd.DataFrame) -> dict[str, Any]:
-    """Accuracy over training, concept space (with the last generations as thumbnails) and samples by checkpoint."""
+def run_figures(cfg, run: RunFolder, table: pd.DataFrame, times: pd.DataFrame | None = None,
+                value_names: dict | None = None) -> dict[str, Any]:
+    """Accuracy over training (learning times marked where the rule puts them), concept space (with the last
+    generations as thumbnails) and samples by checkpoint (columns named by class)."""
     from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_samples
+    from conceptlab.report.names import class_label, class_names_of
 
     classes = list(dict.fromkeys(table.sort_values("class")["class"]))
     concepts = list(dict.fromkeys(table["concept"]))
     samples_path = run.file(SAMPLES_FILE)
     samples = read_tensors(samples_path) if samples_path.is_file() else {}
     by_step = {int(k.split("_")[1]): v.permute(0, 2, 3, 1).float().numpy() for k, v in samples.items()}
-    figures = {"accuracy.png": plot_accuracy(table, cfg.eval.accuracy_threshold)}
+    figures = {"accuracy.png": plot_accuracy(table, cfg.eval.accuracy_threshold, times, cfg.eval.smoothing,
+                                             cfg.eval.stay)}
     if len(concepts) >= 2:
         last = by_step[max(by_step)] if by_step else None
         thumbs = {c: last[i] for i, c in enumerate(classes)} if last is not None and len(last) == len(classes) else None
-        figures["concept_space.png"] = plot_concept_space(table, concepts, thumbs)
+        figures["concept_space.png"] = plot_concept_space(table, concepts, thumbs, value_names)
     if by_step:
         keep = sorted(by_step)
         keep = [keep[round(i)] for i in np.linspace(0, len(keep) - 1, min(8, len(keep)))]
-        figures["samples.png"] = plot_samples({s: by_step[s] for s in dict.fromkeys(keep)}, classes)
+        names = class_names_of(table)
+        figures["samples.png"] = plot_samples({s: by_step[s] for s in dict.fromkeys(keep)},
+                                              [class_label(c, names) for c in classes])
     return figures
 
 
@@ -107,7 +113,7 @@ def summarize(cfg, run: RunFolder, data_summary: dict, probe_report: dict) -> Su
     final_step = table["step"].max()
     final = table[table["step"] == final_step]
     tables = {"concept_space": table, "learning_times": times}
-    figures = run_figures(cfg, run, table)
+    figures = run_figures(cfg, run, table, times, data_summary.get("value_names"))
     emergence = None
     if cfg.eval.interventions is not None:
         collected = collect_interventions(run)

@@ -307,10 +307,15 @@ def emergence_figures(
     from conceptlab.report.emergence_figures import plot_intervention_scores, plot_trajectory_turn
     from conceptlab.report.figures import plot_samples
 
+    from conceptlab.report.names import intervention as intervention_name
+    from conceptlab.store.files import read_json
+
     targets = emergence["targets"]
     steps_by = {t: e["emergence_step"] for t, e in targets.items()}
-    figures = {"intervention_scores.png": plot_intervention_scores(best, emergence["threshold"], steps_by)}
+    target_names = {t: e.get("name") or t for t, e in targets.items()}
+    figures = {"intervention_scores.png": plot_intervention_scores(best, emergence["threshold"], steps_by, target_names)}
     concepts = list(cfg.data.concepts)
+    value_names = read_json(run.data).get("value_names", {}) if run.data.is_file() else {}
     if len(concepts) == 2:
         for target, entry in targets.items():
             steps, points = oriented_trajectory(concept_table, target, concepts)
@@ -323,9 +328,13 @@ def emergence_figures(
                 dense = np.linspace(steps[0], steps[-1], 200)
                 fitted = (dense, simulate(params, dense), fit["r2"])
             phase = entry.get("memorization")
+            values = [names[int(target[k])] if (names := value_names.get(c)) else f"{c} = {target[k]}"
+                      for k, c in enumerate(concepts)]
+            checkpoints = concept_table[concept_table["class"] == target]["step"].nunique()
             figures[f"trajectory_{target}.png"] = plot_trajectory_turn(
                 steps, points, concepts, target, (entry.get("turn") or {}).get("step"),
-                (phase["start"], phase["end"]) if phase else None, fitted,
+                (phase["start"], phase["end"]) if phase else None, fitted, target_names.get(target), values,
+                hidden=int(checkpoints - len(steps)),
             )
     samples_path = run.file(SAMPLES_FILE)
     if samples_path.is_file():
@@ -334,7 +343,8 @@ def emergence_figures(
         keep = sorted(by_step)
         keep = list(dict.fromkeys(keep[round(i)] for i in np.linspace(0, len(keep) - 1, min(6, len(keep)))))
         first = table[table["step"] == keep[0]]
-        labels = [f"{r.target} {r.intervention} {r.variant}" for r in first.itertuples()]
+        labels = [f"{target_names.get(str(r.target), r.target)}: {intervention_name(r.intervention)} {r.variant}"
+                  for r in first.itertuples()]
         n_kept = min(SAMPLES_KEPT, cfg.eval.interventions.samples)
         grids = {s: by_step[s][::n_kept].permute(0, 2, 3, 1).float().numpy() / 255.0 for s in keep}
         if all(len(g) == len(labels) for g in grids.values()):
