@@ -159,8 +159,10 @@ class RunConfig(StrictConfig):
         return self
 
     def training_hash(self) -> str:
-        """Hash of what determines the trained weights (data, model, diffusion, train)."""
-        return config_hash(self.model_dump(include={"data", "model", "diffusion", "train"}))
+        """Hash of what determines the trained weights (data, model, diffusion, train; not the logging switch
+        `train.tensorboard`)."""
+        return config_hash(self.model_dump(include={"data", "model", "diffusion", "train"},
+                                           exclude={"train": {"tensorboard"}}))
 
 
 def section_model(loc: list[str], data: dict[str, Any]) -> type | None:

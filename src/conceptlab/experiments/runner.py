@@ -1,5 +1,8 @@
 """The run driver: config → data → model → train (checkpoints) → evaluate → store → report, in one run folder.
 
+Training and evaluation also log to TensorBoard under `<run>/tensorboard/` (`train.tensorboard`, on by default),
+and a finished run gets its self-contained `report.html` (`report.html.write_run_report`).
+
 `run_experiment(cfg, run_dir)` is the whole sequence, kept explicit here; what depends on the kind of data comes
 from the run's study (`studies.study_for(cfg.data.kind)`): its data-generating process, its pre-training check,
 its per-checkpoint measurements and its summary. The driver owns the one resumable loop over checkpoints
@@ -12,6 +15,7 @@ measured are not measured again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -112,6 +116,7 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
     dataset = dgp.training_set()
     data = TrainingData(dataset.images, dataset.prompts, cfg.data.null_value)
     began = time.perf_counter()
+    board = tensorboard_log(cfg, run, purge_step=state_step + 1 if state_step else None)
     records = iter_training(
         model,
         data,
@@ -121,14 +126,32 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
         cfg_dropout=cfg.diffusion.cfg_dropout,
         config_hash=cfg.training_hash(),
     )
-    with progress_bar(console, progress) as bar, run.train_log.open("a") as log:
+    with progress_bar(console, progress) as bar, run.train_log.open("a") as log, board:
+        if board:
+            board.config(config_to_yaml(cfg))
         task = bar.add_task("train", total=cfg.train.steps, completed=state_step, info="")
         for rec in records:
             if rec.step % cfg.train.log_every == 0 or rec.checkpoint is not None or rec.step == cfg.train.steps:
                 log.write(json.dumps({"step": rec.step, "loss": rec.loss, **rec.metrics, "seconds": rec.seconds}) + "\n")
                 log.flush()
+                if board:
+                    board.train(rec.step, rec.loss, rec.metrics, rec.extra.get("lr"), rec.seconds)
             bar.update(task, completed=rec.step, info=f"loss {rec.loss:.4f}")
     return time.perf_counter() - began
+
+
+def tensorboard_log(cfg: RunConfig, run: RunFolder, purge_step: int | None = None):
+    """The run's TensorBoard writer (`train.tensorboard`), or a null context (falsy) when it is switched off."""
+    if not cfg.train.tensorboard:
+        return _NoLog()
+    from conceptlab.train.tensorboard import TensorBoardLog
+
+    return TensorBoardLog(run.root, purge_step)
+
+
+class _NoLog(contextlib.nullcontext):
+    def __bool__(self) -> bool:
+        return False
 
 
 def _record(run: RunFolder, measurement: Measurement, step: int, result: StepResult) -> None:
@@ -187,7 +210,7 @@ def measure_checkpoints(
     total = sum(len(due[m.name]) for m in measurements)
     expected = cfg.training_hash()
     model.eval()
-    with progress_bar(console, progress) as bar:
+    with progress_bar(console, progress) as bar, tensorboard_log(cfg, run) as board:
         task = bar.add_task("evaluate", total=total, completed=total - sum(len(p) for _, _, p in todo), info="")
         for step, path, pending in todo:
             tensors, _ = load_checkpoint(path, expected)
@@ -200,6 +223,9 @@ def measure_checkpoints(
                 began = time.perf_counter()
                 result = m.measure(step)
                 _record(run, m, step, result)
+                if board:
+                    board.scalars(m.name, step, result.scalars)
+                    board.samples(m.name, step, result.samples)
                 seconds[m.name] += time.perf_counter() - began
                 bar.update(task, advance=1, info=f"step {step} {m.name}: {result.info}".rstrip(": "))
     return seconds
@@ -322,7 +348,21 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     apply_retention(cfg, run)
     summary["disk_bytes"] = run.disk_bytes()
     write_json(run.summary, summary)
+    write_report(run, console)
     return summary
+
+
+def write_report(run: RunFolder, console: Console) -> Path | None:
+    """The run's self-contained `report.html` (`report.html.write_run_report`), written once its summary is. The
+    run is complete without it: a failure is said on the console (rewrite it with that function), not raised."""
+    from conceptlab.report.html import write_run_report
+
+    try:
+        return write_run_report(run.root)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        console.print(f"[yellow]warning:[/] {run.root}: report.html not written ({type(err).__name__}: {err})",
+                      highlight=False, soft_wrap=True)
+        return None
 
 
 def apply_retention(cfg: RunConfig, run: RunFolder) -> None:

@@ -348,11 +348,15 @@ def sweep_root_of(target: str) -> Path:
 
 
 def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> dict[str, Any]:
-    """Write the manifest, run every incomplete run with `executor`; returns counts and the failures."""
+    """Write the manifest, run every incomplete run with `executor`, then the sweep's `report.html`
+    (`report.html.write_sweep_report`); returns counts and the failures."""
     write_manifest(sweep)
     todo = pending_runs(sweep)
     tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
     outcomes = executor.run(tasks, progress=progress, console=console)
+    from conceptlab.report.html import write_sweep_report
+
+    write_sweep_report(sweep.root)  # the table of runs links each finished run's own report
     return {
         "runs": len(sweep.runs),
         "skipped": len(sweep.runs) - len(todo),

@@ -160,7 +160,6 @@ def plot_trajectory_turn(
     ax.set_ylabel(f"P({values[1]})")
     bar = fig.colorbar(sc, ax=ax, fraction=0.046, pad=0.03)
     bar.set_label("training step")
-    ax.legend(handles=handles, loc="upper left", fontsize=5.8, frameon=True, framealpha=0.85)
     ax.set_title("naive prompting in concept space")
     colours = ("#0072B2", "#D55E00")
     poor = fit is not None and not (fit[2] >= poor_r2)
@@ -179,8 +178,10 @@ def plot_trajectory_turn(
     ax_t.set_xlabel("training step")
     ax_t.set_ylabel("probability of the target value")
     ax_t.set_ylim(-0.03, 1.03)
-    ax_t.legend(loc="center right", fontsize=5.8)
     fig.tight_layout()
+    below = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6)
+    ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6)
     if hidden:
-        caption(fig, f"{hidden} checkpoint(s) without a single valid image are not drawn (no concept-space reading).")
+        caption(fig, f"{hidden} checkpoint(s) without a single valid image are not drawn (no concept-space reading).",
+                below=below)
     return fig

@@ -16,7 +16,9 @@
                                analysis versions, torch, CPU/GPU, precision, host
       training.json            written when training is done: the final step (and what retention pruned)
       timings.jsonl            seconds of every invocation (a resumed run has several)
-      figures/*.png
+      figures/*.png, *.pdf     each figure as PNG and as vector (PDF)
+      tensorboard/             TensorBoard event files (`train.tensorboard`, on by default)
+      report.html              the self-contained report of the run (`report.html.write_run_report`)
       status.json, run.log     kept by the sweep executors
       .lock                    held (OS advisory lock) by the process working on the run
 
@@ -45,7 +47,8 @@ SUMMARY = "summary.json"
 CONFIG = "config.yaml"
 STATUS = "status.json"
 # folders inside a run folder that hold no run (the store does not descend into them)
-INNER_FOLDERS = frozenset({"checkpoints", "figures", "eval", "interventions", "composition", "geometry", "abstractions"})
+INNER_FOLDERS = frozenset({"checkpoints", "figures", "eval", "interventions", "composition", "geometry", "abstractions",
+                           "tensorboard"})
 FORMAT = 2  # 1: folders written before provenance.json (no content hashes in checkpoint sidecars); `runs migrate`
 _HELD: dict[str, list] = {}  # locks this process holds: path → [open file, depth] (re-entrant)
 

@@ -57,13 +57,15 @@ class StepResult:
 
     `rows` go to the measurement's step file (a DataFrame as Parquet, a dict as JSON); `samples` (name → tensor)
     are merged into the study's samples file; `tensors` (name → tensor), if any, are written beside the rows as
-    `step_XXXXXXX.safetensors` before them; `info` is shown on the progress bar.
+    `step_XXXXXXX.safetensors` before them; `info` is shown on the progress bar; `scalars` (name → number: an
+    accuracy, a score) are what the run's TensorBoard log shows for this measurement at this checkpoint.
     """
 
     rows: pd.DataFrame | dict
     samples: dict[str, Tensor] = field(default_factory=dict)
     tensors: dict[str, Tensor] | None = None
     info: str = ""
+    scalars: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -220,8 +220,12 @@ class ConceptSpaceStudy(StudyBase):
             table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
             table["class_name"] = table["class"].map(dgp.class_name)
             mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
+            scalars = {f"accuracy/{split}": v for split, v in mean_acc.items()}
+            scalars.update({f"accuracy/{r.class_name}/{r.concept}": r.accuracy for r in table.itertuples()})
+            scalars.update({f"valid_fraction/{r.class_name}": r.valid_fraction
+                            for r in table.drop_duplicates("class").itertuples()})
             return StepResult(table, samples={f"step_{step:07d}": images[::n].clone()},  # first generation per class
-                              info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()))
+                              info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()), scalars=scalars)
 
         measurements = [Measurement("concept_space", concept_space, every=1, use_ema=cfg.eval.use_ema,
                                     directory=DIRECTORY, samples_file=SAMPLES_FILE)]

@@ -130,8 +130,11 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
         n = iv.samples
         keep = torch.cat([images[k * n : k * n + min(SAMPLES_KEPT, n)] for k in range(len(table))])
         best = table.groupby("intervention", sort=False)["score"].max()
+        by_target = table.groupby(["target", "intervention"], sort=False)["score"].max()
+        names = dict(zip(table["target"], table["target_name"])) if "target_name" in table.columns else {}
+        scalars = {f"score/{names.get(t, t)}/{i}": float(v) for (t, i), v in by_target.items()}
         return StepResult(table, samples={f"step_{step:07d}": (keep * 255).round().to(torch.uint8)},
-                          info=" ".join(f"{k} {v:.2f}" for k, v in best.items()))
+                          info=" ".join(f"{k} {v:.2f}" for k, v in best.items()), scalars=scalars)
 
     return Measurement("interventions", measure, every=iv.every, use_ema=cfg.eval.use_ema, directory=DIRECTORY,
                        samples_file=SAMPLES_FILE)

@@ -521,7 +521,10 @@ class FactorizationStudy(StudyBase):
             for name, labels in regions.items():
                 kept[f"step_{step:07d}/{name}"] = (images[start : start + SAMPLES_KEPT] * 255).round().to(torch.uint8)
                 start += len(labels)
-            return StepResult(table, samples=kept, info=" ".join(f"{r.region} {r.joint:.2f}" for r in table.itertuples()))
+            scalars = {f"accuracy/{r.region}/{key}": float(getattr(r, key)) for r in table.itertuples()
+                       for key in ("x", "y", "joint")}
+            return StepResult(table, samples=kept, info=" ".join(f"{r.region} {r.joint:.2f}" for r in table.itertuples()),
+                              scalars=scalars)
 
         def geometry(step: int) -> StepResult:
             cloud = representation_cloud(cfg, dgp, model, grid)
@@ -529,7 +532,10 @@ class FactorizationStudy(StudyBase):
             tensors = None
             if step == final_step:
                 tensors = {"points": cloud.points.contiguous(), "labels": cloud.labels.contiguous()}
-            return StepResult(row, tensors=tensors, info=f"ED {row['effective_dimension'].iloc[0]:.2f}")
+            scalars = {c: float(row[c].iloc[0]) for c in ("effective_dimension", "explained_variance_top4")
+                       if c in row.columns and pd.notna(row[c].iloc[0])}
+            return StepResult(row, tensors=tensors, info=f"ED {row['effective_dimension'].iloc[0]:.2f}",
+                              scalars=scalars)
 
         def controls(step: int) -> StepResult:
             """The final checkpoint's representation and its controls through the same analyses, one row each."""

@@ -12,7 +12,7 @@ from conceptlab.config_base import StrictConfig
 class TrainConfig(StrictConfig):
     """Optimisation, checkpoint schedule and seeds."""
 
-    added_fields = ("keep_training_state", "keep_checkpoints")
+    added_fields = ("keep_training_state", "keep_checkpoints", "tensorboard")
 
     steps: int = Field(20000, ge=1)
     batch_size: int = Field(64, ge=1)
@@ -36,6 +36,11 @@ class TrainConfig(StrictConfig):
     )
     keep_checkpoints: Literal["all", "evaluated"] = Field(
         "all", description="once the run is done, keep every checkpoint, or only those a measurement evaluated"
+    )
+
+    tensorboard: bool = Field(
+        True, description="log loss, grad norm, learning rate, per-checkpoint measurements and sample grids to "
+        "<run>/tensorboard (TensorBoard); does not change the trained weights"
     )
 
     @model_validator(mode="after")

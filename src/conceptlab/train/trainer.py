@@ -133,7 +133,8 @@ def iter_training(
         floats = {k: float(v) for k, v in metrics.items()}
         if grad_norm is not None:
             floats["grad_norm"] = float(grad_norm)
-        record = TrainRecord(step, float(loss.detach()), floats, time.perf_counter() - began)
+        record = TrainRecord(step, float(loss.detach()), floats, time.perf_counter() - began,
+                             extra={"lr": optimizer.param_groups[0]["lr"]})
         if step in schedule:
             sidecar = {"config_hash": config_hash, "metrics": floats, "has_ema": ema is not None}
             weights = prefixed("model.", model.state_dict())
