@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 import submitit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 from rich.console import Console
 from rich.progress import Progress
 
+from conceptlab.config_base import StrictConfig
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, parse_override
 from conceptlab.experiments.progress import progress_bar
@@ -43,11 +44,7 @@ from conceptlab.studies import study_for
 STATES = ("queued", "running", "done", "failed")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SlurmOptions(_Strict):
+class SlurmOptions(StrictConfig):
     """Options of the `slurm` executor (submitit job arrays)."""
 
     partition: str | None = None
@@ -80,7 +77,7 @@ def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "Exec
     return options.model_copy(update={"slurm": slurm})
 
 
-class ExecutorOptions(_Strict):
+class ExecutorOptions(StrictConfig):
     """Which executor runs the sweep and how."""
 
     kind: Literal["local", "slurm"] = "local"
