@@ -1,6 +1,7 @@
 """The run driver: config → data → model → train (checkpoints) → evaluate → store → report, in one run folder.
 
-`run_experiment(cfg, run_dir)` is the whole sequence, kept explicit here; what depends on the kind of data comes
+`run_experiment(cfg, run_dir)` is the whole sequence, kept explicit here; `prepare_run(cfg)` is its first part, every
+check made before training (memory estimate, data, model, the study's check), which `--dry-run` runs alone; what depends on the kind of data comes
 from the run's study (`studies.study_for(cfg.data.kind)`): its data-generating process, its pre-training check,
 its per-checkpoint measurements and its summary. The driver owns the one resumable loop over checkpoints
 (`measure_checkpoints`): each checkpoint is loaded once, its config hash checked, and every measurement due there
@@ -13,8 +14,10 @@ measured are not measured again.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +26,14 @@ import torch
 from rich.console import Console
 
 from conceptlab.experiments.config import RunConfig
-from conceptlab.experiments.loading import config_to_yaml, load_config
+from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
+from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
+from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.report.figures import plot_loss
 from conceptlab.report.save import save_figures
-from conceptlab.store.files import read_tensors, write_json, write_parquet, write_tensors, write_text
+from conceptlab.store.files import append_text, read_tensors, write_json, write_parquet, write_tensors, write_text
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies import Measurement, StepResult, due_checkpoints, study_for
 from conceptlab.train.checkpoints import load_checkpoint, training_state_step
@@ -60,6 +65,46 @@ def new_run_dir(runs_dir: Path, name: str) -> Path:
         path.mkdir()
         return path
     raise RuntimeError(f"could not create a run folder under {runs_dir}")
+
+
+def check_runs_dir(runs_dir: Path, what: str = "runs_dir") -> None:
+    """ConfigError (one line naming `what` and the path) unless `runs_dir` is, or can be made, a writable folder:
+    neither it nor a parent may be a file, and the nearest existing folder must be writable."""
+    path = Path(runs_dir)
+    for part in (path, *path.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                where = "is" if part == path else f"is inside {shown(str(part))}, which is"
+                raise ConfigError(f"{what} {shown(str(path))} {where} not a folder")
+            if not os.access(part, os.W_OK | os.X_OK):
+                raise ConfigError(f"{what} {shown(str(path))}: cannot write in {shown(str(part))}")
+            return
+
+
+@dataclass
+class PreparedRun:
+    """What `prepare_run` built and checked: the data-generating process, the model, its memory estimate."""
+
+    dgp: Any
+    model: DiffusionModel
+    memory: MemoryEstimate
+
+
+def prepare_run(cfg: RunConfig) -> PreparedRun:
+    """Every check a run makes before training, in order, each before what it guards is allocated: the memory the
+    study's data and evaluation need (from the config alone), the data-generating process, the whole memory
+    estimate (the network sized on the meta device), the model (seeded as a run seeds it) and the study's own
+    check. ConfigError (one line) on the first failure; `--dry-run` runs exactly this."""
+    study = study_for(cfg.data.kind)
+    needs = study_memory(cfg)
+    check_memory(cfg, needs=needs)
+    dgp = study.build_data(cfg.data)
+    memory = check_memory(cfg, dgp, needs)
+    torch.manual_seed(cfg.train.train_seed)
+    device = resolve_device(cfg.train.device)
+    model = build_run_model(cfg, dgp).to(device)
+    study.check(cfg, dgp, model)
+    return PreparedRun(dgp, model, memory)
 
 
 def find_unfinished_run(runs_dir: Path, cfg: RunConfig) -> Path | None:
@@ -103,7 +148,7 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
         cfg_dropout=cfg.diffusion.cfg_dropout,
         config_hash=cfg.training_hash(),
     )
-    with progress_bar(console, progress) as bar, run.train_log.open("a") as log:
+    with progress_bar(console, progress) as bar, append_text(run.train_log) as log:
         task = bar.add_task("train", total=cfg.train.steps, completed=state_step, info="")
         for rec in records:
             if rec.step % cfg.train.log_every == 0 or rec.checkpoint is not None or rec.step == cfg.train.steps:
@@ -208,28 +253,27 @@ def _read_train_log(run: RunFolder) -> pd.DataFrame | None:
     return None if log.empty else log
 
 
-def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console: Console | None = None) -> dict:
-    """Run (or resume) the whole pipeline in `run_dir`; returns the summary dict."""
+def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console: Console | None = None,
+                   prepared: PreparedRun | None = None) -> dict:
+    """Run (or resume) the whole pipeline in `run_dir`; returns the summary dict. `prepared`: what `prepare_run(cfg)`
+    returned, when the caller ran the checks already (else they run here, before anything is written)."""
     console = console or Console()
     run = RunFolder(run_dir)
-    run.root.mkdir(parents=True, exist_ok=True)
     if run.config.is_file():
         saved = load_config(str(run.config))
         if saved.model_dump() != cfg.model_dump():
             raise ValueError(f"{run_dir} holds a run with a different config; start a new run folder instead")
-    else:
-        write_text(run.config, config_to_yaml(cfg))
     began = time.perf_counter()
-    study = study_for(cfg.data.kind)
-    dgp = study.build_data(cfg.data)
+    prepared = prepared or prepare_run(cfg)
+    study, dgp, model = study_for(cfg.data.kind), prepared.dgp, prepared.model
+    device = next(model.parameters()).device
+    run.root.mkdir(parents=True, exist_ok=True)
+    if not run.config.is_file():
+        write_text(run.config, config_to_yaml(cfg))
     data_summary = dgp.describe()
     write_json(run.data, data_summary)
-    torch.manual_seed(cfg.train.train_seed)
-    device = resolve_device(cfg.train.device)
-    model = build_run_model(cfg, dgp).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
-    study.check(cfg, dgp, model)
     train_seconds = train_stage(cfg, run, dgp, model, console, progress)
     fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
     summary = {
@@ -257,7 +301,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
 def record_timing(run: RunFolder, seconds: dict[str, float]) -> dict[str, Any]:
     """Append this invocation's seconds to the run's `timings.jsonl` (a resumed run keeps the seconds of the earlier
     invocations that finished); returns `invocations` and `seconds_all_invocations` (per part, summed)."""
-    with run.timings.open("a") as f:
+    with append_text(run.timings) as f:
         f.write(json.dumps({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds}) + "\n")
     ledger = [json.loads(line) for line in run.timings.read_text().splitlines() if line.strip()]
     total: dict[str, float] = {}

@@ -51,6 +51,7 @@ from conceptlab.experiments.loading import (
     set_key,
     validate,
 )
+from conceptlab.experiments.resources import check_memory
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import write_json, write_text
 from conceptlab.store.run_folder import RunFolder
@@ -194,8 +195,10 @@ def parse_spec(source: str) -> SweepSpec:
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        value = f" {shown(first['input'])}" if "input" in first and not isinstance(first["input"], dict) else ""
-        raise ConfigError(one_line(f"{where}: bad value at {loc}:{value} ({first['msg']})")) from None
+        shows_value = "input" in first and first["type"] != "value_error" and not isinstance(first["input"], dict)
+        value = f" {shown(first['input'])}" if shows_value else ""
+        msg = first["msg"].removeprefix("Value error, ")
+        raise ConfigError(one_line(f"{where}: bad value at {loc}:{value} ({msg})")) from None
 
 
 def check_sweep_name(name: str, where: str) -> None:
@@ -300,6 +303,22 @@ def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
     return validate(data)
 
 
+def check_sweep_memory(sweep: Sweep) -> None:
+    """ResourceError (one line, naming the run's axis values) when a run's data and evaluation alone would not fit
+    in the memory a run may use here (`resources.check_memory` before anything is built); each distinct data and
+    eval setting is checked once. Each run checks its whole estimate again when it starts."""
+    seen: set[str] = set()
+    for run in sweep.runs:
+        key = run.config.data.model_dump_json() + run.config.eval.model_dump_json()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_memory(run.config)
+        except ConfigError as err:
+            raise type(err)(f"sweep {shown(sweep.spec.name)}: run {shown(run.values)}: {err}") from None
+
+
 def write_manifest(sweep: Sweep) -> Path:
     """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new."""
     sweep.root.mkdir(parents=True, exist_ok=True)
@@ -362,6 +381,8 @@ def sweep_root_of(target: str) -> Path:
     path = Path(target)
     if path.is_dir() and (path / MANIFEST).is_file():
         return path
+    if path.is_dir() and not (path / SPEC_COPY).is_file():
+        raise ConfigError(f"{shown(target)} is not a sweep folder (no {MANIFEST}) nor a sweep spec")
     return expand(target).root
 
 
