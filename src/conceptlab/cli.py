@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,14 +19,40 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 from rich.markup import escape
 from rich.table import Table
 
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config, preset_description, preset_names
 from conceptlab.messages import one_line, shown
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="conceptlab: how diffusion models learn concepts.")
 console = Console()
+
+
+class _OneLineUsageErrors(TyperGroup):
+    """The command group, with usage errors (an unknown option, a value that does not parse as its type, a missing
+    argument) printed as one `error:` line with exit code 2, like every other refusal, instead of a usage panel."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.Abort:
+            console.print("Aborted!", markup=False)
+            sys.exit(1)
+        except typer.TyperException as err:  # click's usage errors, vendored by typer
+            if type(err).__name__ != "NoArgsIsHelpError":  # (no arguments at all: typer has printed the help)
+                ctx = getattr(err, "ctx", None)
+                message = err.format_message() if hasattr(err, "format_message") else str(err)
+                where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+                console.print(f"[red]error:[/] {escape(one_line(message + where))}", highlight=False, soft_wrap=True)
+            sys.exit(getattr(err, "exit_code", 2))
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(cls=_OneLineUsageErrors, add_completion=False, no_args_is_help=True,
+                  help="conceptlab: how diffusion models learn concepts.")
 
 
 MAX_THREADS = 1024  # torch starts a thread per unit: a larger count would only exhaust the system's threads

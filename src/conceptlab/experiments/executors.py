@@ -100,8 +100,8 @@ def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "Exec
         first = err.errors()[0]
         msg = first["msg"].removeprefix("Value error, ")
         shows_value = "input" in first and first["type"] != "value_error" and not isinstance(first["input"], dict)
-        value = f" {shown(first['input'])}" if shows_value else ""
-        raise ConfigError(one_line(f"bad slurm option {'.'.join(map(str, first['loc']))}:{value} ({msg})")) from None
+        detail = f"{shown(first['input'])} ({msg})" if shows_value else msg
+        raise ConfigError(one_line(f"bad slurm option {'.'.join(map(str, first['loc']))}: {detail}")) from None
     return options.model_copy(update={"slurm": slurm})
 
 
@@ -148,11 +148,13 @@ class Executor(Protocol):
 
 
 def read_status(run_dir: Path) -> dict:
+    """The run folder's status.json, or {} when it is missing, not JSON or not a JSON object."""
     path = RunFolder(run_dir).status
     try:
-        return read_json(path) if path.is_file() else {}
-    except ValueError:
+        status = read_json(path) if path.is_file() else {}
+    except (ValueError, RecursionError, OSError):
         return {}
+    return status if isinstance(status, dict) else {}
 
 
 def write_status(run_dir: Path, state: str, **fields) -> None:

@@ -190,15 +190,16 @@ def estimate_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEs
 
 
 def check_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEstimate:
-    """`estimate_memory`, or ResourceError (one line: the estimate, the limit, the keys of its largest part and their
-    values) when the estimated peak is over `available_memory()`."""
+    """`estimate_memory`, or ResourceError (one line: the estimate, the limit, the keys driving its parts over half
+    the limit and their values) when the estimated peak is over `available_memory()`."""
     estimate = estimate_memory(cfg, dgp, needs)
     limit = available_memory()
     if estimate.peak > limit.bytes:
-        parts = {k: v for k, v in estimate.parts.items() if k != "runtime"}
-        largest = max(parts, key=parts.get)
-        keys = estimate.keys.get(largest, "")
-        hint = f"; lower {_with_values(cfg, keys)}" if keys else ""
+        parts = sorted(((v, k) for k, v in estimate.parts.items() if k != "runtime"), reverse=True)
+        big = [k for v, k in parts if v > limit.bytes / 2] or [parts[0][1]]  # the parts that matter, largest first
+        keys = list(dict.fromkeys(key.strip() for part in big for key in estimate.keys.get(part, "").split(",")
+                                  if key.strip()))
+        hint = f"; lower {_with_values(cfg, ', '.join(keys[:6]))}" if keys else ""
         raise ResourceError(f"this run needs {estimate.describe()}, over the {gigabytes(limit.bytes)} GB it may use "
                             f"({limit.source}){hint}")
     return estimate

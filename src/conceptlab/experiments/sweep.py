@@ -196,9 +196,9 @@ def parse_spec(source: str) -> SweepSpec:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         shows_value = "input" in first and first["type"] != "value_error" and not isinstance(first["input"], dict)
-        value = f" {shown(first['input'])}" if shows_value else ""
         msg = first["msg"].removeprefix("Value error, ")
-        raise ConfigError(one_line(f"{where}: bad value at {loc}:{value} ({msg})")) from None
+        detail = f"{shown(first['input'])} ({msg})" if shows_value else msg
+        raise ConfigError(one_line(f"{where}: bad value at {loc}: {detail}")) from None
 
 
 def check_sweep_name(name: str, where: str) -> None:
@@ -351,10 +351,10 @@ def read_manifest(root: Path) -> dict[str, Any]:
     where = shown(str(path))
     try:
         manifest = json.loads(read_text_file(path, "manifest"))
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:  # not JSON, or nested past the parser
         if isinstance(err, ConfigError):
             raise
-        raise ConfigError(one_line(f"{where} is not valid JSON ({err})")) from None
+        raise ConfigError(one_line(f"{where} is not valid JSON ({type(err).__name__}: {err})")) from None
     runs = manifest.get("runs") if isinstance(manifest, dict) else None
     if not isinstance(runs, list):
         raise ConfigError(f"{where} is not a sweep manifest (no 'runs' list)")

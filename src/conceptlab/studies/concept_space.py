@@ -210,7 +210,7 @@ class ConceptSpaceStudy(StudyBase):
         return MemoryNeeds(
             data=data, evaluation=max(probe, 2 * generated), eval_batch=batch * guided,
             data_keys="data.images_per_class, data.image_size",
-            eval_keys="eval.samples_per_class, eval.probe.images_per_class" + (
+            eval_keys="eval.samples_per_class, eval.probe.images_per_class, data.image_size" + (
                 ", eval.interventions.samples, eval.interventions.max_batch" if iv is not None else ""),
         )
 
