@@ -156,11 +156,16 @@ def _scalar(value: Any) -> Any:
 
 
 def _uniform(frame: pd.DataFrame) -> pd.DataFrame:
-    """Each text-or-mixed column holding values of more than one kind (text, number, bool) as text, so a folder whose
-    files disagree with the others' types still loads."""
+    """The runs table as DuckDB can hold it, whatever a run folder's files say: column names differing only in case
+    kept once, and every column holding values of more than one kind (text, number, bool) or integers past 64 bits
+    as text."""
     seen: set[str] = set()
-    duplicates = [c for c in frame.columns if str(c).lower() in seen or seen.add(str(c).lower())]
-    frame = frame.drop(columns=duplicates)  # DuckDB's names are case-insensitive: the first spelling wins
+    keep = []
+    for column in frame.columns:  # DuckDB's names are case-insensitive: the first spelling wins
+        if str(column).lower() not in seen:
+            seen.add(str(column).lower())
+            keep.append(column)
+    frame = frame[keep].copy()
     for column in frame.columns:
         if frame[column].dtype != object:
             continue
