@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -278,15 +279,22 @@ def probe_memory(cfg: ProbeConfig, concepts: list[str], image_size: int) -> int:
     image = 3 * image_size**2 * 4
     epoch = cfg.images_per_class * 2 ** len(concepts) + cfg.invalid_images
     renders = max(epoch, 2 * EVAL_IMAGES) * image * RENDER_PEAK
+    return renders + _probe_pass_peak(tuple(concepts), cfg.width, image_size, cfg.batch_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _probe_pass_peak(concepts: tuple[str, ...], width: int, image_size: int, batch_size: int) -> int:
+    """The larger of a probe's training step at `batch_size` and its reading pass, on the meta device (a sweep asks
+    for the same probe once per run)."""
     with torch.random.fork_rng(devices=[]), torch.device("meta"):
-        probe = ConceptProbe(concepts, cfg.width)
+        probe = ConceptProbe(list(concepts), width)
 
     def images(n: int) -> Tensor:
         return torch.empty(n, 3, image_size, image_size, device="meta")
 
-    training = module_peak(probe.train(), (images(cfg.batch_size),), backward=True)
+    training = module_peak(probe.train(), (images(batch_size),), backward=True)
     reading = module_peak(probe.eval(), (images(READ_BATCH),), backward=False)
-    return renders + max(training, reading)
+    return max(training, reading)
 
 
 def probe_score(report: dict) -> float:
