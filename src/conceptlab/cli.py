@@ -177,7 +177,8 @@ def show(
     except OSError as err:
         _fail(f"cannot read {shown(str(run_dir / 'summary.json'))}: {err.strerror or err}")
     if not isinstance(summary, dict):
-        _fail(f"{shown(str(run_dir / 'summary.json'))} is not a run summary (a JSON object), got {type(summary).__name__}")
+        _fail(f"{shown(str(run_dir / 'summary.json'))} is not a run summary (a JSON object), "
+              f"got {type(summary).__name__}")
     if as_json:
         console.print_json(json.dumps(summary))
         return
@@ -433,7 +434,8 @@ def _numbers(text: str, option: str, low: float, high: float | None, allowed: st
             value = float(part)
         except ValueError:
             _fail(f"{option} takes comma-separated numbers {allowed}, e.g. {option} 8,16,32; got {shown(part.strip())}")
-        if not math.isfinite(value) or value <= low or (high is not None and (value >= high if high_open else value > high)):
+        above = high is not None and (value >= high if high_open else value > high)
+        if not math.isfinite(value) or value <= low or above:
             _fail(f"{option}: every number must be {allowed}, got {shown(part.strip())}")
         out.append(value)
     return out
@@ -451,9 +453,9 @@ def _percolation_fits(sizes: list[float], thresholds: list[float], spacing: floa
     need = int(nodes * (64 + trials) + links * 48)
     room = available_memory().bytes - process_memory()
     if need > room:
-        raise ConfigError(f"percolation needs about {gigabytes(need)} GB for {nodes:,} lattice nodes (--sizes {max(sizes):g}, "
-              f"--spacing {spacing:g}, --sigma {sigma:g}, --thresholds {min(thresholds):g}), over the "
-              f"{gigabytes(room)} GB available")
+        raise ConfigError(f"percolation needs about {gigabytes(need)} GB for {nodes:,} lattice nodes (--sizes "
+                          f"{max(sizes):g}, --spacing {spacing:g}, --sigma {sigma:g}, --thresholds {min(thresholds):g}), "
+                          f"over the {gigabytes(room)} GB available")
 
 
 # ---------------------------------------------------------------- sweeps and the results store

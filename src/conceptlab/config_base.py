@@ -18,7 +18,7 @@ INT_LIMIT = 2**63 - 1  # the largest integer a config may hold: what torch, nump
 
 
 def check_int_range(value):
-    """`value` unchanged, or ValueError when it is (or holds, in a list, tuple or dict) an integer beyond ±INT_LIMIT."""
+    """`value` unchanged, or ValueError when it is (or holds, in a list, tuple or dict) an integer past ±INT_LIMIT."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and abs(value) > INT_LIMIT:

@@ -92,7 +92,8 @@ def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "Exec
     for text in settings:
         path, value = parse_override(text)
         if len(path) != 1 or path[0] not in SlurmOptions.model_fields:
-            raise ConfigError(f"unknown slurm option {shown('.'.join(path))}; allowed: {', '.join(SlurmOptions.model_fields)}")
+            allowed = ", ".join(SlurmOptions.model_fields)
+            raise ConfigError(f"unknown slurm option {shown('.'.join(path))}; allowed: {allowed}")
         values[path[0]] = value
     try:
         slurm = SlurmOptions.model_validate(values)

@@ -179,7 +179,7 @@ def estimate_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEs
             sizes = _with_values(cfg, "data.image_size, model.widths, model.pixel_unshuffle, train.batch_size")
             raise ConfigError(one_line(f"the network cannot run on these shapes ({sizes}): {err}")) from None
         ema = 1 if cfg.train.ema_decay is not None else 0
-        parts["model"] = 4 * use["parameters"] * (7 + 3 * ema)  # weights, grads, 2 AdamW moments, EMA; checkpoint copies
+        parts["model"] = 4 * use["parameters"] * (7 + 3 * ema)  # weights, grads, AdamW moments, EMA; checkpoint copies
         if cfg.diffusion.process == "ddpm":
             parts["model"] += 64 * cfg.diffusion.ddpm_steps
         parts["training"] = use["training"] + 4 * cfg.train.batch_size * dgp.prompt_dim

@@ -1,9 +1,9 @@
 """The run driver: config → data → model → train (checkpoints) → evaluate → store → report, in one run folder.
 
 `run_experiment(cfg, run_dir)` is the whole sequence, kept explicit here; `prepare_run(cfg)` is its first part, every
-check made before training (memory estimate, data, model, the study's check), which `--dry-run` runs alone; what depends on the kind of data comes
-from the run's study (`studies.study_for(cfg.data.kind)`): its data-generating process, its pre-training check,
-its per-checkpoint measurements and its summary. The driver owns the one resumable loop over checkpoints
+check made before training (memory estimate, data, model, the study's check), which `--dry-run` runs alone. What
+depends on the kind of data comes from the run's study (`studies.study_for(cfg.data.kind)`): its data-generating
+process, its pre-training check, its per-checkpoint measurements and its summary. The driver owns the one resumable loop over checkpoints
 (`measure_checkpoints`): each checkpoint is loaded once, its config hash checked, and every measurement due there
 and not yet on disk runs and is written at once. The folder layout is `store.run_folder.RunFolder`'s.
 
@@ -266,7 +266,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
     began = time.perf_counter()
     prepared = prepared or prepare_run(cfg)
     study, dgp, model = study_for(cfg.data.kind), prepared.dgp, prepared.model
-    device = next(model.parameters()).device
+    device = resolve_device(cfg.train.device)
     run.root.mkdir(parents=True, exist_ok=True)
     if not run.config.is_file():
         write_text(run.config, config_to_yaml(cfg))
