@@ -69,6 +69,15 @@ def _check_threads(threads: Optional[int]) -> None:
         _fail(f"--threads must be between 1 and {MAX_THREADS}, got {threads}")
 
 
+err_console = Console(stderr=True)
+
+
+def _warn(warnings: list[str]) -> None:
+    """Print each warning as one line on stderr (e.g. a damaged run the store left out)."""
+    for line in warnings:
+        err_console.print(f"[yellow]warning:[/] {escape(one_line(line))}", highlight=False, soft_wrap=True)
+
+
 def _set_threads(threads: Optional[int]) -> None:
     _check_threads(threads)
     if threads is not None:
@@ -142,9 +151,11 @@ def _execute(cfg, run_dir: Path, progress: bool, prepared=None) -> None:
     from conceptlab.experiments.runner import run_experiment
     from conceptlab.train.trainer import TrainingDiverged
 
+    from conceptlab.store.run_folder import RunLockedError
+
     try:
         summary = run_experiment(cfg, run_dir, progress=progress, console=console, prepared=prepared)
-    except (ConfigError, ValueError, FileNotFoundError) as err:
+    except (ConfigError, ValueError, FileNotFoundError, RunLockedError) as err:
         _fail(str(err))
     except TrainingDiverged as err:
         _fail(str(err), code=1)
@@ -193,7 +204,8 @@ def show(
     console.file.write(captured.get())
 
 
-_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures"}
+_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures",
+                "provenance", "disk_bytes", "invocations", "seconds_all_invocations"}
 
 
 def _print_summary(summary: dict, run_dir: Path) -> None:
@@ -204,6 +216,8 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
         _print_concept_space(summary)
     if "seconds" in summary:
         console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()), markup=False)
+    if "disk_bytes" in summary:
+        console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}", markup=False)
     console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])), markup=False)
 
 
@@ -240,15 +254,17 @@ def _step_text(step: float | None) -> str:
 def _print_emergence(emergence: dict) -> None:
     """Per target: emergence step and final score of each intervention, memorization and turn."""
     for target, entry in emergence["targets"].items():
-        table = Table(f"target {escape(str(target))}: intervention",
+        name = f" ({entry['name']})" if entry.get("name") else ""
+        table = Table(f"target {escape(str(target))}{escape(name)}: intervention",
                       f"emergence step (score ≥ {escape(str(emergence['threshold']))})", "final score", box=None)
         for name, step in entry["emergence_step"].items():
             table.add_row(escape(str(name)), _step_text(step), f"{entry['final_score'][name]:.3f}")
         console.print(table)
         phase, turn = entry.get("memorization"), entry.get("turn") or {}
         if phase:
-            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}",
-                          markup=False)
+            as_name = f" ({phase['read_as_name']})" if phase.get("read_as_name") else ""
+            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}"
+                          f"{as_name}", markup=False)
         if turn.get("step") is not None:
             way = "toward the target" if turn.get("toward_target") else "away from the target"
             console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")
@@ -526,6 +542,7 @@ def sweep(
     console.print(
         f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now, "
         f"{len(result['failed'])} failed" + (f", {result['queued']} queued" if result["queued"] else "")
+        + (f", {len(result['busy'])} left to the process already running them" if result.get("busy") else "")
     )
     for run_id, error in result["failed"].items():
         console.print(f"[red]failed[/] {run_id}: {escape(one_line(str(error)))}", highlight=False, soft_wrap=True)
@@ -615,6 +632,7 @@ def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             runs = store.runs()
             if "data_fraction" not in runs.columns or runs["data_fraction"].nunique() < 2:
                 return  # not a data-efficiency sweep
@@ -654,6 +672,7 @@ def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             final = final_region_accuracy(store.runs(), store.table("composition"))
     except (StoreError, ValueError) as err:
         _fail(str(err))
@@ -679,6 +698,7 @@ def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: 
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             long = learning_time_table(store.runs(), store.table("learning_times"), axis, split)
     except (ConfigError, StoreError, ValueError) as err:
         _fail(str(err))
@@ -702,6 +722,7 @@ def runs_ls(
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             runs = store.runs()
     except StoreError as err:
         _fail(str(err))
@@ -720,6 +741,34 @@ def runs_ls(
     console.print(f"{len(runs)} runs under {root}", markup=False)
 
 
+@runs_app.command("migrate")
+def runs_migrate(
+    root: Path = typer.Argument(..., help="a run folder, or a folder holding run folders (searched recursively)"),
+) -> None:
+    """Upgrade run folders of an older format (content hashes for checkpoints, the current layout, a provenance
+    record) so every command reads them; a migrated folder is not resumed (its code version is unknown)."""
+    from conceptlab.experiments.migrate import MigrationError, migrate_run
+    from conceptlab.store.index import find_run_dirs
+
+    if not root.is_dir():
+        _fail(f"{root} is not a folder")
+    runs = find_run_dirs(root)
+    if not runs:
+        _fail(f"no run folders under {root}")
+    failed = 0
+    for run_dir in runs:
+        try:
+            done = migrate_run(run_dir)
+        except (MigrationError, RuntimeError) as err:
+            failed += 1
+            console.print(f"[red]cannot migrate[/] {err}", highlight=False, soft_wrap=True)
+            continue
+        console.print(f"{run_dir}: " + ("; ".join(done) if done else "already current"), highlight=False,
+                      soft_wrap=True)
+    if failed:
+        raise typer.Exit(code=1)
+
+
 @runs_app.command("query")
 def runs_query(
     sql: str = typer.Argument(..., help="SQL over runs and the views concept_space, learning_times, interventions, emergence, composition, geometry, abstractions, commitment, eval_steps"),
@@ -731,6 +780,7 @@ def runs_query(
 
     try:
         with open_store(root) as store:
+            _warn(store.warnings)
             result = store.query(sql, max_rows=MAX_ROWS)
     except StoreError as err:
         _fail(str(err))
@@ -759,7 +809,38 @@ def _cell(value) -> str:
     return str(value)
 
 
+@app.command("controls-report")
+def controls_report_cmd(
+    root: Path = typer.Argument(..., help="a sweep folder whose spec declares a controls block"),
+) -> None:
+    """A finding beside its controls across report seeds: the table and each claim's verdict against its control."""
+    from conceptlab.experiments.controls_report import CLAIMS, FIGURE, MARKDOWN, controls_report
+
+    if not root.is_dir():
+        _fail(f"{root} is not a folder")
+    try:
+        report = controls_report(root)
+    except (FileNotFoundError, ValueError, ConfigError) as err:
+        _fail(str(err))
+    console.print(f"[bold]{report['sweep']}[/] over report seeds {report['seeds']} "
+                  f"(settings chosen on {report['settings_seeds'] or 'undeclared seeds'})", highlight=False)
+    if report["missing_runs"]:
+        _warn([f"{len(report['missing_runs'])} runs of the manifest are not finished: "
+               f"{', '.join(report['missing_runs'])}"])
+    table = Table("claim", "control", "criterion", "per seed", "verdict", box=None)
+    for c in report["claims"]:
+        crit = "true" if c["direction"] == "holds" else f"{'>' if c['direction'] == 'greater' else '<'} by ≥ {c['margin']:g}"
+        seeds = " ".join(("✓" if s["passed"] else "✗") + (f"{s['difference']:+.3g}" if s["difference"] is not None
+                                                          else "") for s in c["seeds"])
+        table.add_row(c["name"], c["control"] or "—", crit, seeds, f"{c['verdict']} ({c['passed']}/{c['of']})")
+    console.print(table)
+    console.print(f"tables: {root / MARKDOWN}, {root / CLAIMS}; figure: {root / FIGURE}", highlight=False)
+
+
 def main() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # the command line draws to files only; importing the package never switches backends
     app()
 
 

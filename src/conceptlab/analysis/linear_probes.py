@@ -168,18 +168,35 @@ def noisy_activations(
 ) -> Tensor:
     """Activations [T, N, ...] of `net` at hook point `hook` on z = process.noise(x0, 1 − τ, ε) (model-space x0)
     under `prompt` [N, P], one fresh ε per row and τ; spatial maps pooled to pool×pool when `pool` is given."""
-    tau_list = check_taus(taus)
     if prompt.shape[0] != x0.shape[0]:
         raise ValueError(f"prompt has {prompt.shape[0]} rows, x0 {x0.shape[0]}")
-    rows = []
+    rows: list[list[Tensor]] = []
     with cache_activations(net, hook) as cache:
-        for tau in tau_list:
-            parts = []
-            for i in range(0, x0.shape[0], batch_size):
-                x = x0[i : i + batch_size]
-                t = torch.full((x.shape[0],), 1.0 - tau, device=x.device)
-                eps = torch.randn(x.shape, generator=generator, device=x.device)
-                process.network_output(net, process.noise(x, t, eps), t, prompt[i : i + batch_size])
-                parts.append(pooled_features(cache[hook].pop(), pool) if pool is not None else cache[hook].pop())
-            rows.append(torch.cat(parts))
-    return torch.stack(rows)
+        for k, i, z, t in _noised(process, x0, taus, generator, batch_size):
+            if i == 0:
+                rows.append([])
+            process.network_output(net, z, t, prompt[i : i + batch_size])
+            rows[k].append(pooled_features(cache[hook].pop(), pool) if pool is not None else cache[hook].pop())
+    return torch.stack([torch.cat(parts) for parts in rows])
+
+
+def noisy_inputs(process, x0: Tensor, taus: Sequence[float], generator: torch.Generator | None = None,
+                 batch_size: int = 256) -> Tensor:
+    """The network's inputs [T, N, C·H·W] that `noisy_activations` feeds it, flattened: z = process.noise(x0, 1 − τ,
+    ε) with the same noise draws (the same generator state gives the same z) — the `pixels` control of a probe."""
+    rows: list[list[Tensor]] = []
+    for k, i, z, _ in _noised(process, x0, taus, generator, batch_size):
+        if i == 0:
+            rows.append([])
+        rows[k].append(z.flatten(1))
+    return torch.stack([torch.cat(parts) for parts in rows])
+
+
+def _noised(process, x0: Tensor, taus: Sequence[float], generator, batch_size: int):
+    """(τ index, first row, z, t) per batch and τ, ε drawn fresh per batch in this order."""
+    for k, tau in enumerate(check_taus(taus)):
+        for i in range(0, x0.shape[0], batch_size):
+            x = x0[i : i + batch_size]
+            t = torch.full((x.shape[0],), 1.0 - tau, device=x.device)
+            eps = torch.randn(x.shape, generator=generator, device=x.device)
+            yield k, i, process.noise(x, t, eps), t

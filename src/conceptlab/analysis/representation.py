@@ -178,3 +178,34 @@ def effective_dimension_over_training(
     if not rows:
         raise ValueError("no checkpoints given")
     return pd.DataFrame(rows)
+
+
+CONTROLS = ("untrained", "pixels", "encoding", "encoding_map")  # what a trained representation is compared with
+
+
+def input_cloud(process: DiffusionProcess, images: Tensor, t: float, seed: int = 0) -> Tensor:
+    """The `pixels` control: the network's input at time t, z_t = α_t x + σ_t ε with the shared noise draw of
+    `collect_representations(mode="forward")` (the same seed gives the same ε), flattened to `[M, C·H·W]`."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    eps = torch.randn((1, *images.shape[1:]), generator=generator)
+    x = process.to_model_space(images.float())
+    tt = torch.full((len(images),), float(t))
+    with torch.no_grad():
+        return process.noise(x, tt, eps.expand_as(x)).flatten(1).float()
+
+
+def encoding_cloud(net: nn.Module, prompts: Tensor) -> Tensor:
+    """The `encoding` control: the label encoding the network's conditioning reads (its prompt normalisation and
+    prompt encoder, e.g. sinusoidal features), `[M, E]`."""
+    with torch.no_grad():
+        return net.normalised_prompt(prompts.float()).float()
+
+
+def encoding_map_cloud(encoding: Tensor, width: int, seed: int = 0) -> Tensor:
+    """The `encoding_map` control: GELU(W e + b) of the encoding through one random, untrained linear layer of
+    `width` units (PyTorch's default initialisation, seeded) — what any network reading the encoding starts from."""
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    bound = 1.0 / float(encoding.shape[1]) ** 0.5
+    weight = (torch.rand((width, encoding.shape[1]), generator=generator) * 2 - 1) * bound
+    bias = (torch.rand((width,), generator=generator) * 2 - 1) * bound
+    return torch.nn.functional.gelu(encoding.float() @ weight.T + bias)

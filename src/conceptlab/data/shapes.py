@@ -26,6 +26,8 @@ RENDER_PEAK = 4  # rendering N images holds about 4× their float32 bytes at its
 PROMPT_WIDTH = {"color": 3, "size": 1, "background": 1, "shape": 2}  # natural width of each concept's value
 PAPER11_SLICES = {"shape": slice(0, 2), "color": slice(4, 7), "size": slice(7, 8), "background": slice(8, 11)}
 NEUTRAL = {"color": 0.5, "size": RADIUS_MEAN, "background": 0.5, "shape": 0.5}  # midway between a concept's values
+VALUE_NAMES = {"color": ("red", "blue"), "size": ("large", "small"), "background": ("light", "dark"),
+               "shape": ("circle", "triangle")}  # what a concept's value 0 and 1 are
 
 
 class ShapesDataConfig(DataSection):
@@ -296,6 +298,11 @@ class ShapesDGP:
             self.prompt_dim = 11
 
     # -- classes and prompts -------------------------------------------------------------------------------------
+    def class_name(self, code: str) -> str:
+        """A class code in words, e.g. "11" → "blue small" (the value of each concept, in concept order)."""
+        self._check_code(code)
+        return " ".join(VALUE_NAMES[c][int(d)] for c, d in zip(self.concepts, code))
+
     def _check_code(self, code: str) -> None:
         if code not in self.classes:
             raise ValueError(f"unknown class code {code!r}; classes for concepts {self.concepts} are {self.classes}")
@@ -440,6 +447,8 @@ class ShapesDGP:
             "jitter": self.cfg.jitter,
             "image_size": self.cfg.image_size,
             "classes": self.classes,
+            "value_names": {c: list(VALUE_NAMES[c]) for c in self.concepts},
+            "class_names": {c: self.class_name(c) for c in self.classes},
             "train_classes": self.train_classes,
             "held_out_classes": self.held_out_classes,
             "prompt_layout": self.cfg.prompt_layout,

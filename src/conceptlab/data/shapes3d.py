@@ -33,6 +33,7 @@ from torch import Tensor
 FACTORS = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
 FACTOR_SIZES = (10, 10, 10, 8, 4, 15)
 SHAPE_NAMES = ("cube", "cylinder", "sphere", "capsule")
+HUE_NAMES = ("red", "orange", "yellow", "lime", "spring green", "cyan", "azure", "blue", "violet", "magenta")  # hue 0.0..0.9
 NUM_IMAGES = math.prod(FACTOR_SIZES)  # 480,000
 FACTOR_VALUES = {  # the real dataset's label value of each factor level
     "floor_hue": torch.arange(10, dtype=torch.float64) / 10,

@@ -25,7 +25,15 @@ from conceptlab.config_base import DataSection
 from conceptlab.data.attribute_prompt import AttributePrompt
 from conceptlab.data.labelled import LabelledImages, unit_float
 from conceptlab.data.shapes3d import FACTOR_SIZES as LEVELS_PER_FACTOR
-from conceptlab.data.shapes3d import FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
+from conceptlab.data.shapes3d import (
+    FACTOR_VALUES,
+    FACTORS,
+    HUE_NAMES,
+    SHAPE_NAMES,
+    index_from_factors,
+    load_shapes3d_h5,
+    render_shapes3d,
+)
 
 Factor = Literal["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
 FACTOR_SIZES = dict(zip(FACTORS, LEVELS_PER_FACTOR))
@@ -77,6 +85,16 @@ class Shapes3DDataConfig(DataSection):
 
 
 CHUNK = 256  # images rendered or read per call
+
+
+def level_name(factor: str, level: int) -> str:
+    """A factor's level in words: hue names for the hues, the shape's name, the scale and the orientation's degrees."""
+    if factor.endswith("_hue"):
+        return HUE_NAMES[level]
+    if factor == "shape":
+        return SHAPE_NAMES[level]
+    value = float(FACTOR_VALUES[factor][level])
+    return f"scale {value:.2f}" if factor == "scale" else f"{value:+.0f}°"
 
 
 def to_uint8(images: Tensor) -> Tensor:
@@ -172,4 +190,5 @@ class Shapes3DWorld:
             "image_size": self.image_size,
             "prompt_dim": self.prompt_dim,
             "attribute_sizes": list(self.attribute_sizes),
+            "level_names": {a: [level_name(a, v) for v in self.levels[a]] for a in self.attributes},
         }

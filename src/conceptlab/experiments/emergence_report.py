@@ -33,7 +33,7 @@ from conceptlab.analysis.emergence import across_seeds, capability_before_behavi
 from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, summarize_gaps
 from conceptlab.experiments.loading import load_config
 from conceptlab.report.save import save_figure
-from conceptlab.store.files import write_parquet
+from conceptlab.store.files import read_parquet, write_parquet
 from conceptlab.store.run_folder import SUMMARY, RunFolder
 
 
@@ -76,7 +76,7 @@ def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                         **_matched_columns((entry.get("matched") or {}).get(name)),
                     }
                 )
-        best = pd.read_parquet(RunFolder(run).table("emergence"))
+        best = read_parquet(RunFolder(run).table("emergence"))
         curves.append(best[best["intervention"] != "naive_repeats"].assign(seed=seed))
     return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
 
@@ -96,7 +96,7 @@ def naive_pools(root: Path, runs: list[str], target: str) -> tuple[dict[str, lis
     the checkpoints; the images per batch."""
     pools, steps, n = {}, None, None
     for run in runs:
-        table = pd.read_parquet(RunFolder(root / run).table("interventions"))
+        table = read_parquet(RunFolder(root / run).table("interventions"))
         naive = table[(table["target"] == target) & table["intervention"].isin(["naive", "naive_repeats"])]
         if "image_scores" not in naive.columns:
             raise ValueError(f"{run} stores no per-image scores (made before they were kept); rerun it to test the null")

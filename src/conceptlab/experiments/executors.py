@@ -41,10 +41,11 @@ from conceptlab.experiments.loading import ConfigError, parse_override
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import append_text, read_json, write_json
-from conceptlab.store.run_folder import RunFolder
+from conceptlab.store.run_folder import RunFolder, RunLockedError
 from conceptlab.studies import study_for
 
 STATES = ("queued", "running", "done", "failed")
+BUSY = "busy"  # an outcome only: another live process holds the run folder's lock
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+-]+)*$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -213,30 +214,35 @@ def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
     folder = RunFolder(run_dir)
     if threads:
         torch.set_num_threads(threads)
-    old = read_status(run_dir)
-    write_status(
-        run_dir,
-        "running",
-        host=socket.gethostname(),
-        pid=os.getpid(),
-        slurm_job=_slurm_job_id(),
-        attempt=int(old.get("attempt", 0)) + 1,
-        started=time.strftime("%Y-%m-%dT%H:%M:%S"),
-        finished=None,
-        error=None,
-    )
-    try:
-        cfg = load_config(str(folder.config))
-        with append_text(folder.run_log) as log:
-            console = Console(file=log, width=120, force_terminal=False)
-            run_experiment(cfg, run_dir, progress=False, console=console)
-    except Exception as err:  # recorded, not raised: one failed run must not stop the sweep
-        with contextlib.suppress(OSError), append_text(folder.run_log) as log:
-            log.write(traceback.format_exc())
-        write_status(run_dir, "failed", error=_last_line(err), finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
-        return RunOutcome(run_dir.name, "failed", _last_line(err))
-    write_status(run_dir, "done", finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
-    return RunOutcome(run_dir.name, "done")
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(folder.lock())
+        except RunLockedError as err:  # another sweep (or a resume) is running it: leave its status alone
+            return RunOutcome(run_dir.name, BUSY, str(err))
+        old = read_status(run_dir)
+        write_status(
+            run_dir,
+            "running",
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            slurm_job=_slurm_job_id(),
+            attempt=int(old.get("attempt", 0)) + 1,
+            started=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            finished=None,
+            error=None,
+        )
+        try:
+            cfg = load_config(str(folder.config))
+            with append_text(folder.run_log) as log:
+                console = Console(file=log, width=120, force_terminal=False)
+                run_experiment(cfg, run_dir, progress=False, console=console)
+        except Exception as err:  # recorded, not raised: one failed run must not stop the sweep
+            with contextlib.suppress(OSError), append_text(folder.run_log) as log:
+                log.write(traceback.format_exc())
+            write_status(run_dir, "failed", error=_last_line(err), finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+            return RunOutcome(run_dir.name, "failed", _last_line(err))
+        write_status(run_dir, "done", finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        return RunOutcome(run_dir.name, "done")
 
 
 def _slurm_job_id() -> str | None:
@@ -289,7 +295,8 @@ class LocalExecutor:
     def _one_pool(self, todo: list[RunTask], outcomes: dict[str, RunOutcome], bar: Progress, job) -> list[RunTask]:
         """Run tasks in a fresh pool; if a worker dies, return the tasks that never started (to run again)."""
         for task in todo:
-            write_status(task.run_dir, "queued", error=None)
+            if RunFolder(task.run_dir).holder() is None:  # a run another process is running keeps its status
+                write_status(task.run_dir, "queued", error=None)
         context = _pool_context()
         workers = min(self.workers, len(todo))
         broken = False

@@ -28,15 +28,31 @@ from rich.console import Console
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
+from conceptlab.experiments.provenance import analysis_versions, invocation
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
 from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.report.figures import plot_loss
 from conceptlab.report.save import save_figures
-from conceptlab.store.files import append_text, read_tensors, write_json, write_parquet, write_tensors, write_text
-from conceptlab.store.run_folder import RunFolder
+from conceptlab.store.files import (
+    SymlinkRefused,
+    append_text,
+    read_json,
+    read_jsonl,
+    read_tensors,
+    write_json,
+    write_parquet,
+    write_tensors,
+    write_text,
+)
+from conceptlab.store.run_folder import FORMAT, RunFolder
 from conceptlab.studies import Measurement, StepResult, due_checkpoints, study_for
-from conceptlab.train.checkpoints import load_checkpoint, training_state_step
+from conceptlab.train.checkpoints import (
+    CheckpointIntegrityError,
+    checkpoint_schedule,
+    load_checkpoint,
+    training_state_step,
+)
 from conceptlab.train.precision import resolve_bf16, resolve_device
 from conceptlab.train.trainer import TrainingData, iter_training, load_weights
 
@@ -120,18 +136,22 @@ def find_unfinished_run(runs_dir: Path, cfg: RunConfig) -> Path | None:
     return None
 
 
-def _truncate_log(path: Path, after_step: int) -> None:
-    """Drop log lines past the resumed step, so a resumed run's log has no duplicates."""
+def _truncate_log(path: Path, after_step: int, console: Console) -> None:
+    """Drop log lines past the resumed step (and a torn last line, said on the console), so a resumed run's log has
+    no duplicates."""
     if not path.is_file():
         return
-    kept = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= after_step]
-    write_text(path, "".join(line + "\n" for line in kept))
+    records, torn = read_jsonl(path)
+    if torn:
+        console.print(f"[yellow]warning:[/] {torn}", highlight=False, soft_wrap=True)
+    kept = [r for r in records if r["step"] <= after_step]
+    write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
 def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, progress: bool) -> float:
     """Train (or resume training) and return the seconds spent."""
     state_step = training_state_step(run.train_state)
-    _truncate_log(run.train_log, state_step)
+    _truncate_log(run.train_log, state_step, console)
     if state_step >= cfg.train.steps:
         return 0.0
     if state_step:
@@ -174,12 +194,32 @@ def _record(run: RunFolder, measurement: Measurement, step: int, result: StepRes
         write_json(target, result.rows)
 
 
+class RunFolderError(ValueError):
+    """A run folder this code must not continue (older format, other analysis versions, missing checkpoints)."""
+
+
+def check_checkpoints_complete(cfg: RunConfig, run: RunFolder) -> None:
+    """Every checkpoint the schedule has up to the step training reached must be on disk, weights and sidecar
+    (unless retention pruned it): a lost checkpoint is an error naming it, not a shorter run."""
+    trained = run.trained_step()
+    pruned = set(read_json(run.training).get("pruned", [])) if run.training.is_file() else set()
+    listed = {s for s, _ in run.list_checkpoints()}
+    missing = [s for s in checkpoint_schedule(cfg.train) if s <= trained and s not in listed and s not in pruned]
+    if missing:
+        raise CheckpointIntegrityError(
+            f"{run.checkpoints}: checkpoints of step(s) {missing[:5]} are missing or incomplete (no weights or no "
+            f"sidecar) although training reached step {trained}"
+        )
+
+
 def measure_checkpoints(
     cfg: RunConfig, run: RunFolder, model, measurements: list[Measurement], console: Console, progress: bool
 ) -> dict[str, float]:
     """The one resumable loop: every measurement at every checkpoint it is due at (`studies.due_checkpoints`) and has
-    no file for yet. Each checkpoint is loaded once, refused if its config hash is not this run's, and its weights
-    (EMA or not, per measurement) set before each measurement. Returns the seconds per measurement."""
+    no file for yet. Each checkpoint is loaded once — refused if it is damaged (content hash) or its config hash is
+    not this run's — and its weights (EMA or not, per measurement) set before each measurement. Returns the
+    seconds per measurement."""
+    check_checkpoints_complete(cfg, run)
     checkpoints = run.list_checkpoints()
     due = {m.name: {s for s, _ in due_checkpoints(checkpoints, m.every)} for m in measurements}
     todo = []
@@ -249,20 +289,52 @@ def evaluate_run(cfg: RunConfig, run_dir: Path, dgp, model, console: Console | N
 def _read_train_log(run: RunFolder) -> pd.DataFrame | None:
     if not run.train_log.is_file():
         return None
-    log = pd.read_json(run.train_log, lines=True)
-    return None if log.empty else log
+    records, _ = read_jsonl(run.train_log)
+    return pd.DataFrame(records) if records else None
+
+
+def check_folder(cfg: RunConfig, run: RunFolder) -> list[dict[str, Any]]:
+    """Refuse a folder this code must not continue; returns its earlier invocations. A folder of the older format
+    (results but no provenance record) needs `conceptlab runs migrate`; one whose results older analysis versions
+    made is not continued (its per-checkpoint files would be mixed with new ones): start a new run."""
+    if run.format_version() < FORMAT:
+        if run.summary.is_file() or run.checkpoints.is_dir():
+            raise RunFolderError(f"{run.root} is a run folder of format {run.format_version()} (before provenance "
+                                 f"records); run `conceptlab runs migrate {run.root}` first")
+        return []
+    record = read_json(run.provenance)
+    earlier = record.get("invocations", [])
+    versions = analysis_versions(cfg)
+    made_by = record.get("versions", versions)
+    if made_by != versions:
+        by = "code of unknown version (a migrated folder)" if made_by is None else f"analysis versions {made_by}"
+        raise RunFolderError(f"{run.root} was made by {by}; this code has {versions}: start a new run (its "
+                             "results would mix both)")
+    return earlier
 
 
 def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console: Console | None = None,
                    prepared: PreparedRun | None = None) -> dict:
-    """Run (or resume) the whole pipeline in `run_dir`; returns the summary dict. `prepared`: what `prepare_run(cfg)`
-    returned, when the caller ran the checks already (else they run here, before anything is written)."""
-    console = console or Console()
+    """Run (or resume) the whole pipeline in `run_dir`, holding the folder's lock; returns the summary dict.
+    `prepared`: what `prepare_run(cfg)` returned, when the caller ran the checks already (else they run here, before
+    anything is written: a refused config leaves no folder)."""
     run = RunFolder(run_dir)
+    _same_config(cfg, run)
+    prepared = prepared or prepare_run(cfg)
+    with run.lock():
+        return _run_locked(cfg, run, progress, console or Console(), prepared)
+
+
+def _same_config(cfg: RunConfig, run: RunFolder) -> None:
     if run.config.is_file():
         saved = load_config(str(run.config))
         if saved.model_dump() != cfg.model_dump():
-            raise ValueError(f"{run_dir} holds a run with a different config; start a new run folder instead")
+            raise ValueError(f"{run.root} holds a run with a different config; start a new run folder instead")
+
+
+def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console, prepared: PreparedRun) -> dict:
+    _same_config(cfg, run)  # again under the lock: another process may have written it meanwhile
+    earlier = check_folder(cfg, run)
     began = time.perf_counter()
     prepared = prepared or prepare_run(cfg)
     study, dgp, model = study_for(cfg.data.kind), prepared.dgp, prepared.model
@@ -271,10 +343,15 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
     if not run.config.is_file():
         write_text(run.config, config_to_yaml(cfg))
     data_summary = dgp.describe()
+    bf16 = resolve_bf16(cfg.train.bf16, device)
+    this = invocation(cfg, device, bf16)
+    write_json(run.provenance, {"format": FORMAT, "versions": this["versions"], "invocations": [*earlier, this]})
     write_json(run.data, data_summary)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
     train_seconds = train_stage(cfg, run, dgp, model, console, progress)
+    if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
+        write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
     summary = {
         "run": run.name,
@@ -285,8 +362,10 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
         **fields,
         "parameters": n_params,
         "device": str(device),
-        "bf16": resolve_bf16(cfg.train.bf16, device),
+        "bf16": bf16,
         "threads": torch.get_num_threads(),
+        "provenance": {k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
+                                            "gpu", "host")},
         "seconds": {
             "train": round(train_seconds, 2),
             **{k: round(v, 2) for k, v in seconds.items()},
@@ -294,16 +373,41 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
         },
     }
     summary.update(record_timing(run, summary["seconds"]))
+    apply_retention(cfg, run)
+    summary["disk_bytes"] = run.disk_bytes()
     write_json(run.summary, summary)
     return summary
+
+
+def apply_retention(cfg: RunConfig, run: RunFolder) -> None:
+    """Once a run is evaluated: drop the training state (`train.keep_training_state: false`) and the checkpoints no
+    measurement used (`train.keep_checkpoints: evaluated`), recording both in `training.json` first."""
+    keep_state, keep = cfg.train.keep_training_state, cfg.train.keep_checkpoints
+    if keep_state and keep == "all":
+        return
+    record = read_json(run.training)
+    drop: list[tuple[int, Path]] = []
+    if keep == "evaluated":
+        used = run.measured_steps()
+        drop = [(s, p) for s, p in run.list_checkpoints() if s not in used]
+    record["pruned"] = sorted(set(record.get("pruned", [])) | {s for s, _ in drop})
+    record["training_state_removed"] = record.get("training_state_removed", False) or not keep_state
+    write_json(run.training, record)
+    for _, path in drop:
+        path.unlink(missing_ok=True)
+        path.with_suffix(".json").unlink(missing_ok=True)
+    if not keep_state:
+        run.train_state.unlink(missing_ok=True)
 
 
 def record_timing(run: RunFolder, seconds: dict[str, float]) -> dict[str, Any]:
     """Append this invocation's seconds to the run's `timings.jsonl` (a resumed run keeps the seconds of the earlier
     invocations that finished); returns `invocations` and `seconds_all_invocations` (per part, summed)."""
-    with append_text(run.timings) as f:
-        f.write(json.dumps({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds}) + "\n")
-    ledger = [json.loads(line) for line in run.timings.read_text().splitlines() if line.strip()]
+    if run.timings.is_symlink():  # it would read (and replace) whatever the link points at
+        raise SymlinkRefused(f"refusing to rewrite {run.timings}: it is a symbolic link")
+    ledger, _ = read_jsonl(run.timings) if run.timings.is_file() else ([], None)  # a torn last line is dropped
+    ledger.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds})
+    write_text(run.timings, "".join(json.dumps(entry) + "\n" for entry in ledger))
     total: dict[str, float] = {}
     for entry in ledger:
         for k, v in entry["seconds"].items():

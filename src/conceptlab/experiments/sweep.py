@@ -14,6 +14,7 @@ A sweep spec is YAML (shipped ones live in `conceptlab/experiments/sweeps/`):
       seeds: [0, 1, 2]                       # data_seed = train_seed = each value
       # seeds: {data_seed: [0, 1], train_seed: [0, 1, 2]}   # separate seeds, crossed
     settings_seeds: [0, 1]                   # seeds the settings were chosen on: refused on the seeds axis
+    controls: {...}                          # optional: numbers beside their controls, claims (experiments.claims)
     executor:
       kind: local                            # local | slurm
       workers: null                          # local: processes (default: CPU cores)
@@ -40,6 +41,7 @@ from typing import Any
 from pydantic import Field, ValidationError
 
 from conceptlab.config_base import StrictConfig, config_hash
+from conceptlab.experiments.claims import ControlsSpec
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_state
 from conceptlab.experiments.loading import (
@@ -51,9 +53,10 @@ from conceptlab.experiments.loading import (
     set_key,
     validate,
 )
+from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
 from conceptlab.messages import one_line, shown
-from conceptlab.store.files import write_json, write_text
+from conceptlab.store.files import read_json, write_json, write_text
 from conceptlab.store.run_folder import RunFolder
 
 MANIFEST = "manifest.json"
@@ -77,6 +80,9 @@ class SweepSpec(StrictConfig):
     )
     executor: ExecutorOptions = Field(default_factory=ExecutorOptions)
     root: str | None = None
+    controls: ControlsSpec | None = Field(
+        None, description="the numbers to tabulate beside their controls and the claims to test (experiments.claims)"
+    )
 
 
 @dataclass
@@ -183,12 +189,13 @@ def parse_spec(source: str) -> SweepSpec:
         "settings_seeds": data.pop("settings_seeds", None) or [],
         "executor": data.pop("executor", None) or {},
         "root": data.pop("root", None),
+        "controls": data.pop("controls", None),
     }
     data.pop("base")
     if data:
         raise ConfigError(
             f"{where}: unknown key {sorted(data)[0]!r}; allowed: name, description, base, overrides, axes, "
-            "settings_seeds, executor, root"
+            "settings_seeds, executor, root, controls"
         )
     try:
         return SweepSpec.model_validate(fields)
@@ -250,8 +257,11 @@ def _axis_columns(spec: SweepSpec) -> list[tuple[list[str], list[tuple[Any, ...]
 
 
 def run_id(cfg: RunConfig) -> str:
-    """Stable id of a run: the hash of its resolved config, without where it is stored or what it is called."""
-    return config_hash(cfg.model_dump(mode="json", exclude={"runs_dir", "name"}))
+    """Stable id of a run: the hash of its resolved config, without where it is stored or what it is called, and of
+    the analysis versions of the code (`experiments.provenance.analysis_versions`): a change that alters a study's
+    numbers gives its runs new ids, so a sweep never reuses what older code made."""
+    return config_hash({"config": cfg.model_dump(mode="json", exclude={"runs_dir", "name"}),
+                        "versions": analysis_versions(cfg)})
 
 
 def expand(source: str, overrides: list[str] | None = None, root: Path | None = None) -> Sweep:
@@ -398,6 +408,7 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> di
         "done": sum(o.state == "done" for o in outcomes),
         "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
         "queued": sum(o.state == "queued" for o in outcomes),
+        "busy": {o.run_id: o.error for o in outcomes if o.state == "busy"},
     }
 
 

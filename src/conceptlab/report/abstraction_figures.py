@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
 PANELS = {
     "mutual_information": ("mutual information I(V; Y₀..τ) [nats]", "H(V)"),
@@ -25,13 +21,19 @@ PANELS = {
 }
 
 
-def plot_abstractions(curves: pd.DataFrame, commitment: pd.DataFrame, title: str = "") -> Figure:
+CONTROL_STYLE = {"untrained": dict(ls=(0, (5, 2, 1, 2)), marker="s", mfc="none"),
+                 "pixels": dict(ls=(0, (1, 1.5)), marker="x")}
+
+
+def plot_abstractions(curves: pd.DataFrame, commitment: pd.DataFrame, title: str = "",
+                      controls: pd.DataFrame | None = None) -> Figure:
     """One panel per measure (columns of `PANELS` present in `curves`), one line per attribute vs τ (0 = noise,
     1 = data), its reference level (H(V), prior entropy, chance) dashed in the same colour, its commitment τ marked by
     a dotted vertical line; the commitment order in each panel's title; a top axis in log-SNR where `curves` has it.
 
     `curves`: measure, attribute, tau, value (optional stderr, reference, logsnr); `commitment`: measure, attribute,
-    commitment_tau (other measures, e.g. `mutual_information_final`, are ignored).
+    commitment_tau (other measures, e.g. `mutual_information_final`, are ignored). `controls`: the same columns and
+    a `source` (untrained, pixels, ...), drawn thin in each attribute's colour, one line style per source.
     """
     measures = [m for m in PANELS if m in set(curves["measure"])]
     if not measures:
@@ -53,6 +55,12 @@ def plot_abstractions(curves: pd.DataFrame, commitment: pd.DataFrame, title: str
                 ax.fill_between(g["tau"], g["value"] - err, g["value"] + err, color=colors[a], alpha=0.15, lw=0)
             if "reference" in g and g["reference"].notna().any():
                 ax.axhline(float(g["reference"].iloc[0]), color=colors[a], ls="--", lw=0.9, alpha=0.7)
+            if controls is not None and len(controls):
+                for source, c in controls[(controls["measure"] == measure) & (controls["attribute"] == a)].groupby(
+                        "source"):
+                    c = c.sort_values("tau")
+                    style = CONTROL_STYLE.get(source, dict(ls="--", marker="."))
+                    ax.plot(c["tau"], c["value"], color=colors[a], lw=0.9, alpha=0.6, ms=3, **style)
             tau = float(times.get(a, math.nan))
             if not math.isnan(tau):
                 ax.axvline(tau, color=colors[a], ls=":", lw=1.2)
@@ -71,7 +79,16 @@ def plot_abstractions(curves: pd.DataFrame, commitment: pd.DataFrame, title: str
                                                            lambda y, t=t, s=s: np.interp(y, s, t)))
                 top.set_xlabel("log-SNR = −2 log σ", fontsize=8)
                 top.tick_params(labelsize=7)
-    axes[0][0].legend(fontsize=8, title=f"dashed: {', '.join(PANELS[m][1] for m in measures)}", title_fontsize=7)
+    first = axes[0][0].legend(fontsize=8, title=f"dashed: {', '.join(PANELS[m][1] for m in measures)}",
+                              title_fontsize=7)
+    if controls is not None and len(controls):
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], color="black", lw=1.5, label="trained")] + [
+            Line2D([], [], color="gray", lw=0.9, ms=3, label=s, **CONTROL_STYLE.get(s, dict(ls="--", marker=".")))
+            for s in dict.fromkeys(controls["source"])]
+        axes[0][-1].legend(handles=handles, fontsize=7, loc="lower right", title="source", title_fontsize=7)
+        axes[0][0].add_artist(first)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

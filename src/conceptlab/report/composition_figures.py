@@ -7,17 +7,13 @@ Every function takes tables / arrays and returns a matplotlib Figure; saving is 
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from conceptlab.report.figures import plot_samples  # noqa: E402
+from conceptlab.report.figures import plot_samples
 
 _REGION_STYLE = {"train": ("C0", "--"), "held_out": ("C3", "-")}
 

@@ -8,16 +8,12 @@ and return matplotlib Figures; nothing here reads or writes files.
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from conceptlab.analysis.emergence import wilson_interval  # noqa: E402
+from conceptlab.analysis.emergence import wilson_interval
 
 INTERVENTION_COLORS = {
     "naive": "#444444",

@@ -5,17 +5,13 @@ Every function takes tables (pandas) and returns a matplotlib Figure; saving is 
 
 from __future__ import annotations
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.offsetbox import AnnotationBbox, OffsetImage  # noqa: E402
-
-from conceptlab.analysis.concept_space import trajectories  # noqa: E402
+from conceptlab.analysis.concept_space import trajectories
 
 _CLASS_COLORS = plt.get_cmap("tab10")
 

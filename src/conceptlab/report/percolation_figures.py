@@ -5,14 +5,10 @@ Takes the tables of `analysis.percolation` (`percolation_curve`, `critical_datas
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
 
 def plot_percolation(curve: pd.DataFrame, critical: pd.DataFrame, target: float) -> Figure:

@@ -1,10 +1,12 @@
-"""Atomic file writes (temp file + rename) for JSON, safetensors and Parquet, so readers never see half a file; appends
+"""Atomic file writes (temp file + rename) for JSON, safetensors and Parquet, so readers never see half a file;
+readers whose errors name the file (and a JSON-lines reader that survives a torn last line); content hashes; appends
 that refuse to follow a symlink; and an exclusive lock file, so concurrent processes sharing a cache build each entry
 once. Files are created with the permissions the process umask gives (0666 & ~umask), like any other program's."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -92,8 +94,63 @@ def write_json(path: Path, obj: Any) -> Path:
     return write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n")
 
 
+class FileFormatError(ValueError):
+    """A file that cannot be read as what it should be; the message names the file."""
+
+
 def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text())
+    """The JSON in `path`; FileFormatError naming the file when it is not valid JSON (FileNotFoundError if absent)."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        raise FileFormatError(f"{path}: not valid JSON ({_first_line(err)})") from None
+
+
+def read_jsonl(path: Path) -> tuple[list[Any], str | None]:
+    """The records of a JSON-lines file, and a warning when its last line was torn (cut off by a crash) and left out;
+    FileFormatError naming file and line for a bad line anywhere else."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError as err:
+        raise FileFormatError(f"{path}: not text ({_first_line(err)})") from None
+    records, warning = [], None
+    content = [(i, line) for i, line in enumerate(lines, 1) if line.strip()]
+    for k, (number, line) in enumerate(content):
+        try:
+            records.append(json.loads(line))
+        except ValueError as err:
+            if k == len(content) - 1:
+                warning = f"{path}: dropped a torn last line {number} ({_first_line(err)})"
+                break
+            raise FileFormatError(f"{path}:{number}: not valid JSON ({_first_line(err)})") from None
+    return records, warning
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
+    """Hex SHA-256 of tensors' names, dtypes, shapes and bytes, in name order (what a file's tensors hold, however
+    it was serialised)."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous().cpu()
+        digest.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        digest.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return digest.hexdigest()
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> Path:
@@ -102,7 +159,23 @@ def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[s
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(path))
+    """The tensors in a safetensors file; FileFormatError naming the file when it is not one."""
+    try:
+        return load_file(str(path))
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # SafetensorError derives from Exception only
+        raise FileFormatError(f"{path}: not a readable safetensors file ({_first_line(err)})") from None
+
+
+def read_parquet(path: Path) -> pd.DataFrame:
+    """The table in a Parquet file; FileFormatError naming the file when it is not one."""
+    try:
+        return pd.read_parquet(path)
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # pyarrow raises ArrowInvalid / OSError subclasses
+        raise FileFormatError(f"{path}: not a readable Parquet file ({_first_line(err)})") from None
 
 
 def write_parquet(path: Path, table: pd.DataFrame) -> Path:

@@ -4,6 +4,9 @@ The files are the source of truth. Opening a store scans the root for run folder
 (any folder holding a `config.yaml`; hidden folders are skipped; the layout is
 `store.run_folder.RunFolder`'s) and builds, in an embedded in-memory DuckDB database:
 
+A file that does not read (a corrupt Parquet table, a torn summary) is left out with a warning naming it
+(`RunStore.warnings`), so one damaged run never breaks a query over the others.
+
 - `runs`: one row per run folder — `run_id` (the folder's path relative to the root),
   `status`, the config flattened into columns (`data.color_separation` →
   `data_color_separation`, `train.train_seed` → `train_train_seed`, ...), and the summary's
@@ -39,6 +42,7 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+import pyarrow.parquet as pq
 import yaml
 
 from conceptlab.messages import one_line, shown
@@ -93,13 +97,21 @@ def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _read(path: Path, parse) -> Any:
-    """`parse(text)` of a run folder's small file, or None when it is missing, too large, not UTF-8 or malformed."""
+def _read(path: Path, parse, warnings: list[str] | None = None) -> Any:
+    """`parse(text)` of a run folder's small file; None when it is missing, and None and a warning naming the file
+    when it is too large, not UTF-8 or malformed."""
+    if not path.is_file():
+        return None
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
+            if warnings is not None:
+                warnings.append(f"{path}: larger than {MAX_FILE_BYTES:,} bytes, left out")
             return None
         return parse(path.read_text())
-    except (OSError, ValueError, yaml.YAMLError, RecursionError):
+    except (OSError, ValueError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:
+        if warnings is not None:
+            text = str(err).strip()
+            warnings.append(f"{path}: unreadable, left out ({text.splitlines()[0] if text else type(err).__name__})")
         return None
 
 
@@ -111,12 +123,24 @@ def _yaml_without_aliases(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def run_row(root: Path, run_dir: Path) -> dict[str, Any]:
-    """The `runs` row of one run folder: id, status, flattened config, summary scalars."""
+def _readable_parquet(path: Path, warnings: list[str]) -> bool:
+    """True when the whole Parquet file reads; else False and a warning naming it."""
+    try:
+        pq.read_table(path)
+        return True
+    except Exception as err:  # ArrowInvalid, OSError, …
+        text = str(err).strip()
+        warnings.append(f"{path}: not a readable Parquet file, left out ({text.splitlines()[0] if text else type(err).__name__})")
+        return False
+
+
+def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dict[str, Any]:
+    """The `runs` row of one run folder: id, status, flattened config, summary scalars (an unreadable file of the
+    folder is left out, with a warning naming it)."""
     folder = RunFolder(run_dir)
-    config = _read(folder.config, _yaml_without_aliases)
-    summary = _read(folder.summary, json.loads)
-    status = _read(folder.status, json.loads)
+    config = _read(folder.config, _yaml_without_aliases, warnings)
+    summary = _read(folder.summary, json.loads, warnings)
+    status = _read(folder.status, json.loads, warnings)
     config = config if isinstance(config, dict) else {}
     summary = summary if isinstance(summary, dict) else None
     status = status if isinstance(status, dict) else {}
@@ -206,7 +230,8 @@ class RunStore:
     def _build(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         """Fill `con` with the runs table and the views; returns every Parquet file the views read."""
         run_dirs = find_run_dirs(self.root)
-        rows = [run_row(self.root, d) for d in run_dirs]
+        self.warnings: list[str] = []
+        rows = [run_row(self.root, d, self.warnings) for d in run_dirs]
         runs = _uniform(pd.DataFrame(rows, columns=None if rows else ["run_id", "status", "error", "path"]))
         con.register("_runs_df", runs)
         con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_df")
@@ -219,9 +244,11 @@ class RunStore:
                     self.tables[path.stem] = path.name
         allowed: list[str] = []
         for view, name in self.tables.items():
-            files = {str(d / name): ids[str(d)] for d in run_dirs if (d / name).is_file()}
+            files = {str(d / name): ids[str(d)] for d in run_dirs
+                     if (d / name).is_file() and _readable_parquet(d / name, self.warnings)}
             allowed += self._view(con, view, files)
-        eval_files = {str(p): ids[str(d)] for d in run_dirs for _, p in RunFolder(d).step_files("eval")}
+        eval_files = {str(p): ids[str(d)] for d in run_dirs for _, p in RunFolder(d).step_files("eval")
+                      if _readable_parquet(p, self.warnings)}
         allowed += self._view(con, EVAL_TABLE, eval_files)
         return allowed
 

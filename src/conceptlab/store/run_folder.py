@@ -12,9 +12,13 @@
       <table>.parquet          run-level tables, all checkpoints, `run` column first (concept_space, emergence, ...)
       *_samples.safetensors    a few generations per checkpoint, for the figures
       summary.json             written last: a run with a summary is complete
+      provenance.json          the folder's format, and per invocation: code version (package, git commit),
+                               analysis versions, torch, CPU/GPU, precision, host
+      training.json            written when training is done: the final step (and what retention pruned)
       timings.jsonl            seconds of every invocation (a resumed run has several)
       figures/*.png
       status.json, run.log     kept by the sweep executors
+      .lock                    held (OS advisory lock) by the process working on the run
 
 Which measurements and tables exist is the study's business (`studies`); their file names follow the two patterns
 above, so the store (`store.index`) finds every run-level table without knowing the studies.
@@ -22,17 +26,32 @@ above, so the store (`store.index`) finds every run-level table without knowing 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no run-folder locks
+    fcntl = None  # type: ignore[assignment]
+
 from conceptlab.store.files import read_json
-from conceptlab.train.checkpoints import list_checkpoints
+from conceptlab.train.checkpoints import list_checkpoints, training_state_step
 
 SUMMARY = "summary.json"
 CONFIG = "config.yaml"
 STATUS = "status.json"
 # folders inside a run folder that hold no run (the store does not descend into them)
 INNER_FOLDERS = frozenset({"checkpoints", "figures", "eval", "interventions", "composition", "geometry", "abstractions"})
+FORMAT = 2  # 1: folders written before provenance.json (no content hashes in checkpoint sidecars); `runs migrate`
+_HELD: dict[str, list] = {}  # locks this process holds: path → [open file, depth] (re-entrant)
+
+
+class RunLockedError(RuntimeError):
+    """Another live process is working on this run folder."""
 
 
 def step_name(step: int) -> str:
@@ -59,6 +78,90 @@ class RunFolder:
     def name(self) -> str:
         return self.root.name
 
+    @property
+    def provenance(self) -> Path:
+        return self.root / "provenance.json"
+
+    @property
+    def training(self) -> Path:
+        return self.root / "training.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / ".lock"
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold this folder's exclusive lock for the block: an OS advisory lock (flock) on `.lock`, released by the
+        kernel when the process dies however it dies, so a crashed or killed run resumes without cleanup. Another
+        process asking gets RunLockedError naming the holder (PID, host); re-entrant within a process.
+
+        On a filesystem without working flock (some NFS mounts) `flock` either fails (ENOLCK/EOPNOTSUPP: a
+        RunLockedError saying so) or silently locks nothing; there, do not run two processes on one folder."""
+        key = str(self.root.resolve())
+        if key in _HELD:
+            _HELD[key][1] += 1
+            try:
+                yield
+            finally:
+                _HELD[key][1] -= 1
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = open(self.lock_file, "a+")
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    handle.seek(0)
+                    holder = handle.read().strip() or "another process"
+                    raise RunLockedError(f"run folder {self.root} is in use by {holder}; wait for it, or stop it") from None
+                except OSError as err:
+                    raise RunLockedError(f"run folder {self.root}: this filesystem refuses file locks ({err}); "
+                                         "run one process per folder") from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"PID {os.getpid()} on host {socket.gethostname()}\n")
+            handle.flush()
+            _HELD[key] = [handle, 1]
+            try:
+                yield
+            finally:
+                del _HELD[key]
+        finally:
+            handle.close()  # closing releases the flock
+
+    def holder(self) -> str | None:
+        """Who holds this folder's lock ("PID p on host h"), or None when nobody does (checked without waiting)."""
+        if fcntl is None or not self.lock_file.is_file() or str(self.root.resolve()) in _HELD:
+            return None
+        with open(self.lock_file, "a+") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.seek(0)
+                return handle.read().strip() or "another process"
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            return None
+
+    def format_version(self) -> int:
+        """The folder's layout version: `FORMAT` for folders with a provenance record, 1 before."""
+        if not self.provenance.is_file():
+            return 1
+        return int(read_json(self.provenance).get("format", 1))
+
+    def trained_step(self) -> int:
+        """How far training got: the training state's step, or (when retention removed the state) the final step
+        `training.json` records; 0 if neither exists."""
+        if self.train_state.is_file():
+            return training_state_step(self.train_state)
+        if self.training.is_file():
+            return int(read_json(self.training)["step"])
+        return 0
+
+    def disk_bytes(self) -> int:
+        """Bytes of every file in the folder."""
+        return sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
     def is_complete(self) -> bool:
         """A run is complete once its summary.json is written (the run driver writes it last)."""
         return self.summary.is_file()
@@ -103,6 +206,18 @@ class RunFolder:
         path = self.step_file(directory, step, suffix=".safetensors")
         legacy = self.root / directory / f"cloud_{step_name(step)}.safetensors"
         return legacy if not path.is_file() and legacy.is_file() else path
+
+    def measured_steps(self) -> set[int]:
+        """The checkpoints some measurement has a file for (any `<folder>/step_XXXXXXX…` outside checkpoints/)."""
+        steps = set()
+        for folder in self.root.iterdir() if self.root.is_dir() else []:
+            if not folder.is_dir() or folder.name in ("checkpoints", "figures"):
+                continue
+            for path in folder.iterdir():
+                match = re.match(r"^step_(\d+)", path.name)
+                if match:
+                    steps.add(int(match.group(1)))
+        return steps
 
     def table(self, name: str) -> Path:
         """A run-level table `<name>.parquet`."""

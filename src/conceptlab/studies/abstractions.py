@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from typing import Callable, Literal
 
 import pandas as pd
 import torch
@@ -57,7 +57,7 @@ from conceptlab.analysis.commitment import (
     measure_agreement,
 )
 from conceptlab.analysis.forking_entropy import forking_entropy_curves
-from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations
+from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations, noisy_inputs
 from conceptlab.analysis.mutual_information import mutual_information_curve, posterior_bound_curve
 from conceptlab.analysis.representation import check_hook
 from conceptlab.config_base import StrictConfig
@@ -70,7 +70,7 @@ from conceptlab.probes.attribute_classifier import (
     AttributeClassifierConfig,
     load_or_train_attribute_classifier,
 )
-from conceptlab.store.files import read_json
+from conceptlab.store.files import read_json, read_parquet
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import (
     Evaluation,
@@ -80,9 +80,12 @@ from conceptlab.studies.base import (
     StudyBase,
     Summary,
     due_checkpoints,
+    once_each,
+    untrained_model,
 )
 
 DIRECTORY = "abstractions"  # per checkpoint: abstractions/step_XXXXXXX/<piece>.parquet (conditional: .json)
+CONTROL_PREFIX = {"untrained": "untrained__", "pixels": "pixels__"}  # control pieces, final checkpoint only
 MEASURES = ("mutual_information", "mutual_information_bound", "forking_entropy", "linear_probe")  # primary, figure order
 PIECES = ("conditional", *MEASURES)
 COLUMNS = ["run", "step", "measure", "attribute", "tau", "sigma", "logsnr", "value", "stderr", "reference",
@@ -121,8 +124,22 @@ class AbstractionsConfig(StrictConfig):
     probe_l2: float = Field(1e-3, ge=0.0, description="linear probes: L2 penalty of the logistic regression")
     batch_size: int = Field(512, ge=1, description="images per forward pass of the measurements")
     every: int | None = Field(None, ge=1, description="also every k-th checkpoint (None: the final checkpoint only)")
+    controls: list[Literal["untrained", "pixels"]] = Field(
+        default_factory=lambda: ["untrained", "pixels"],
+        description="at the final checkpoint, the same measures on controls: the network at initialisation (all "
+        "four measures) and the noised images themselves (linear probes)",
+    )
+    departure_margin: float = Field(
+        0.1, gt=0.0, lt=1.0, description="a trained curve departs from a control where, at some τ, they differ by "
+        "more than this fraction of the trained curve's range (fixed before looking)",
+    )
     use_ema: bool = True
     seed: int = Field(0, ge=0)
+
+    @field_validator("controls")
+    @classmethod
+    def _once_each(cls, v: list[str]) -> list[str]:
+        return once_each(v)
 
     @field_validator("taus")
     @classmethod
@@ -341,16 +358,20 @@ def probe_rows(n_rows: int, n_classes: int, seed: int) -> Tensor:
 
 
 @torch.no_grad()
-def linear_probe_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
-    """Held-out linear-probe accuracy at each τ of `taus` (null prompt), reference chance = 1/K."""
+def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = False) -> pd.DataFrame:
+    """Held-out linear-probe accuracy at each τ of `taus` (null prompt), reference chance = 1/K; with `on_pixels`,
+    probes on the network's inputs themselves (the same noised images, flattened: the `pixels` control)."""
     process = model.process
     device = next(model.parameters()).device
     classes = dgp.classes
     idx = probe_rows(a.probe_images, len(classes), a.seed + 31)
     x = _model_space(dgp, process, idx, device)
     gen = torch.Generator(device=device).manual_seed(a.seed + 32)
-    acts = noisy_activations(process, model.net, a.probe_hook, x, a.taus, dgp.prompt.null(len(x)).to(device), gen,
-                             batch_size=a.batch_size, pool=a.probe_pool).cpu()
+    if on_pixels:
+        acts = noisy_inputs(process, x, a.taus, gen, batch_size=a.batch_size).cpu()
+    else:
+        acts = noisy_activations(process, model.net, a.probe_hook, x, a.taus, dgp.prompt.null(len(x)).to(device),
+                                 gen, batch_size=a.batch_size, pool=a.probe_pool).cpu()
     labels = {name: classes[idx, j] for j, name in enumerate(dgp.attributes)}
     sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
     curves = linear_probe_curves(acts, a.taus, labels, sizes, test_fraction=a.probe_test_fraction, l2=a.probe_l2,
@@ -401,6 +422,41 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
     return out
 
 
+def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float) -> dict:
+    """Per control: its commitment τ per measure × attribute, and whether the trained curve departs from it — differs
+    at some τ by more than `margin` of the trained curve's range (|end − start|) — and, per measure × attribute,
+    whether the trained curve departs from every control it has (where a commitment time means something); the
+    trained model's own commitment τ under `trained`, so every source reads the same way."""
+    trained = curves[curves["source"] == "trained"]
+    out: dict = {}
+    departs_all: dict[str, dict[str, bool]] = {}
+    for source in [s for s in curves["source"].unique() if s != "trained"]:
+        block: dict = {"commitment_tau": {}, "departs": {}}
+        for (measure, attribute), g in curves[curves["source"] == source].groupby(["measure", "attribute"]):
+            t = trained[(trained["measure"] == measure) & (trained["attribute"] == attribute)].sort_values("tau")
+            g = g.sort_values("tau")
+            scale = abs(float(t["value"].iloc[-1]) - float(t["value"].iloc[0])) or 1e-12
+            gap = float((t["value"].to_numpy() - g["value"].to_numpy()).__abs__().max()) / scale
+            block["departs"].setdefault(measure, {})[attribute] = bool(gap > margin)
+            departs_all.setdefault(measure, {}).setdefault(attribute, True)
+            departs_all[measure][attribute] &= gap > margin
+            row = commit[(commit["source"] == source) & (commit["measure"] == measure) &
+                         (commit["attribute"] == attribute)]
+            tau = float(row["commitment_tau"].iloc[0]) if len(row) else math.nan
+            block["commitment_tau"].setdefault(measure, {})[attribute] = None if math.isnan(tau) else round(tau, 4)
+        out[source] = block
+    if out:
+        block = {}
+        for (measure, attribute), row in commit[commit["source"] == "trained"].groupby(["measure", "attribute"]):
+            if measure in MEASURES:
+                tau = float(row["commitment_tau"].iloc[0])
+                block.setdefault(measure, {})[attribute] = None if math.isnan(tau) else round(tau, 4)
+        out = {"trained": {"commitment_tau": block}, **out}
+        out["trained_departs_from_every_control"] = {m: {a: bool(v) for a, v in d.items()}
+                                                     for m, d in departs_all.items()}
+    return out
+
+
 def _wide(commit: pd.DataFrame) -> pd.DataFrame:
     return commit[commit["primary"]].pivot(index="attribute", columns="measure", values="commitment_tau")
 
@@ -434,18 +490,34 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
     a = cfg.eval.abstractions
     curves, commits = [], []
     for step in steps:
-        part = pd.concat([pd.read_parquet(run.step_file(DIRECTORY, step, m)) for m in MEASURES], ignore_index=True)
+        part = pd.concat([read_parquet(run.step_file(DIRECTORY, step, m)) for m in MEASURES], ignore_index=True)
         part.insert(0, "step", step)
         curves.append(part)
         c = commitment(part, a.commitment_level, process)
         c.insert(0, "step", step)
         commits.append(c)
-    table = pd.concat(curves, ignore_index=True)
-    table.insert(0, "run", run.name)
-    commit = pd.concat(commits, ignore_index=True)
-    commit.insert(0, "run", run.name)
-
     final = max(steps)
+    table = pd.concat(curves, ignore_index=True).assign(source="trained")
+    commit = pd.concat(commits, ignore_index=True).assign(source="trained")
+    control_curves, control_commits = [], []
+    for source, prefix in CONTROL_PREFIX.items():
+        parts = [read_parquet(run.step_file(DIRECTORY, final, prefix + m)) for m in MEASURES
+                 if run.step_file(DIRECTORY, final, prefix + m).is_file()]
+        if parts:
+            part = pd.concat(parts, ignore_index=True)
+            part.insert(0, "step", final)
+            control_curves.append(part.assign(source=source))
+            c = commitment(part, a.commitment_level, process)
+            c.insert(0, "step", final)
+            control_commits.append(c.assign(source=source))
+    table = pd.concat([table, *control_curves], ignore_index=True)
+    commit = pd.concat([commit, *control_commits], ignore_index=True)
+    table.insert(0, "run", run.name)
+    commit.insert(0, "run", run.name)
+    controls = control_summary(table[table["step"] == final], commit[commit["step"] == final], a.departure_margin)
+    trained_table, commit_all = table[table["source"] == "trained"], commit
+    commit = commit[commit["source"] == "trained"]
+
     last = commit[commit["step"] == final]
     wide = _wide(last)[list(MEASURES)]
     orders = {m: [att for att in commitment_order(wide, m) if not math.isnan(wide.loc[att, m])] for m in MEASURES}
@@ -458,7 +530,10 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
     footprint_rho = {m: _order_spearman(footprint, wide[m]) for m in MEASURES}
     signal_rho = {m: _order_spearman(signal, wide[m]) for m in MEASURES}
 
-    fig = plot_abstractions(table[table["step"] == final], last, title=f"{cfg.name} ({run.name}), step {final}")
+    at_final = table[table["step"] == final]
+    fig = plot_abstractions(trained_table[trained_table["step"] == final], last,
+                            title=f"{cfg.name} ({run.name}), step {final}",
+                            controls=at_final[at_final["source"] != "trained"])
     conditional = read_json(run.step_file(DIRECTORY, final, "conditional", ".json"))
 
     def r(x: float) -> float | None:
@@ -482,7 +557,7 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
             for row in last[last["measure"] == "mutual_information_final"].itertuples()
         },
         "commitment_order": orders,
-        "mi_at_data": mi_at_data(table[table["step"] == final]),
+        "mi_at_data": mi_at_data(trained_table[trained_table["step"] == final]),
         "agreement": {f"{row.measure_a} vs {row.measure_b}": r(row.spearman) for row in agreement.itertuples()},
         "footprint": {k: round(v, 4) for k, v in footprint.items()},
         "largest_footprint": largest,
@@ -493,7 +568,12 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
         "signal_order": sorted(signal, key=signal.get, reverse=True),
         "signal_order_spearman": signal_rho,
     }
-    return Summary(fields, tables={"abstractions": table[COLUMNS], "commitment": commit},
+    if controls:
+        fields["controls"] = controls
+        departs = controls["trained_departs_from_every_control"]
+        fields["commitment_order_claimed"] = {  # the order among attributes whose curve departs from every control
+            m: [att for att in orders[m] if departs.get(m, {}).get(att, True)] for m in MEASURES}
+    return Summary(fields, tables={"abstractions": table[COLUMNS + ["source"]], "commitment": commit_all},
                    figures={"abstractions.png": fig})
 
 
@@ -502,6 +582,7 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
+    version = 3  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels)
     order = 2
     data_config = Shapes3DDataConfig
     eval_fields = {
@@ -562,8 +643,30 @@ class AbstractionsStudy(StudyBase):
                                use_ema=a.use_ema, directory=DIRECTORY, piece=piece,
                                suffix=".json" if piece == "conditional" else ".parquet")
 
+        untrained: list = []
+
+        def initial_model():
+            if not untrained:
+                untrained.append(untrained_model(cfg, dgp, model))
+            return untrained[0]
+
+        controls = {f"{CONTROL_PREFIX['untrained']}{m}": (lambda m=m: control_pieces(m)(initial_model()))
+                    for m in MEASURES if "untrained" in a.controls}
+        if "pixels" in a.controls:
+            controls[f"{CONTROL_PREFIX['pixels']}linear_probe"] = lambda: linear_probe_table(a, dgp, model, True)
+
+        def control_pieces(m: str):
+            return {"mutual_information": lambda net: mutual_information_table(a, dgp, net),
+                    "mutual_information_bound": lambda net: mutual_information_bound_table(a, dgp, net),
+                    "forking_entropy": lambda net: forking_entropy_table(a, dgp, net, read),
+                    "linear_probe": lambda net: linear_probe_table(a, dgp, net)}[m]
+
+        def control(piece: str) -> Measurement:
+            return Measurement(piece, lambda step: StepResult(controls[piece](), info=piece), every=None,
+                               use_ema=a.use_ema, directory=DIRECTORY, piece=piece)
+
         return Evaluation(
-            measurements=[measurement(p) for p in PIECES],
+            measurements=[measurement(p) for p in PIECES] + [control(p) for p in controls],
             summarize=lambda: summarize(cfg, run, dgp, model.process, [s for s, _ in chosen], clf_report),
             setup_seconds=setup,
         )

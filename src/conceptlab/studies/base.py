@@ -28,10 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import pandas as pd
+import torch
 from rich.console import Console
 from torch import Tensor
 
 from conceptlab.config_base import DataSection
+from conceptlab.store.files import read_parquet
 from conceptlab.store.run_folder import RunFolder
 
 
@@ -161,6 +163,7 @@ class StudyBase:
     `evaluation`."""
 
     kind: str = ""
+    version: int = 1  # bump when a change alters the study's numbers: enters run ids (no stale run is reused)
     order: int = 100  # position of its eval fields in a saved config (built-in studies first)
     data_config: type[DataSection] = DataSection
     eval_fields: Mapping[str, tuple[Any, Any]] = {}
@@ -212,5 +215,26 @@ def read_step_tables(run: RunFolder, directory: str, piece: str | None = None) -
     parts = run.step_files(directory, piece)
     if not parts:
         raise RuntimeError(f"no evaluated checkpoints in {run.root / directory}")
-    out = pd.concat([pd.read_parquet(path) for _, path in parts], ignore_index=True)
+    out = pd.concat([read_parquet(path) for _, path in parts], ignore_index=True)
     return out.sort_values("step", kind="stable").reset_index(drop=True) if "step" in out.columns else out
+
+
+def once_each(controls: list[str]) -> list[str]:
+    """A config's list of controls, refused when one is named twice (it would be measured twice under one name)."""
+    twice = sorted({c for c in controls if controls.count(c) > 1})
+    if twice:
+        raise ValueError(f"control {twice[0]!r} named twice")
+    return controls
+
+
+def untrained_model(cfg, dgp, like):
+    """The network at initialisation — a control of every representation analysis: the run's architecture built
+    under its training seed, exactly as training started (the global random state is left as it was); on `like`'s
+    device, in eval mode."""
+    from conceptlab.models.diffusion_model import build_model
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.train.train_seed)
+        model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, dgp.image_size, dgp.channels,
+                            dgp.attribute_sizes, dgp.null_label)
+    return model.to(next(like.parameters()).device).eval()

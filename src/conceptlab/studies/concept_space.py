@@ -123,6 +123,11 @@ def summarize(cfg, run: RunFolder, data_summary: dict, probe_report: dict) -> Su
             interventions, best = collected
             tables.update(interventions=interventions, emergence=best)
             emergence, matched = summarize_emergence(cfg, best, table, interventions)
+            names = data_summary.get("class_names", {})
+            for code, entry in emergence["targets"].items():
+                entry["name"] = names.get(code, code)
+                if entry.get("memorization"):
+                    entry["memorization"]["read_as_name"] = names.get(entry["memorization"]["read_as"])
             if not matched.empty:
                 matched.insert(0, "run", run.name)
                 tables["matched_naive"] = matched
@@ -157,6 +162,7 @@ class ConceptSpaceStudy(StudyBase):
     """`data.kind: shapes` — concept-space learning dynamics and hidden capabilities."""
 
     kind = "shapes"
+    version = 2  # 1: before versions entered run ids (2026-12-01)
     order = 0
     data_config = ShapesDataConfig
     # The concept-space reading's settings sit at the top of `eval` (and are saved for every data kind), as they
@@ -187,7 +193,8 @@ class ConceptSpaceStudy(StudyBase):
         check_sites(cfg, model)
 
     def headline(self, cfg, dgp: ShapesDGP) -> str:
-        return f"{len(dgp.train_classes)} training classes, held out {dgp.held_out_classes}"
+        held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"
+        return f"{len(dgp.train_classes)} training classes, held out {held}"
 
     def memory_needs(self, cfg) -> MemoryNeeds:
         """Training renders (`RENDER_PEAK` × the images); the concept probe's training and evaluation renders and its
@@ -238,6 +245,7 @@ class ConceptSpaceStudy(StudyBase):
                 images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
             images = images.float().cpu()
             table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
+            table["class_name"] = table["class"].map(dgp.class_name)
             mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
             return StepResult(table, samples={f"step_{step:07d}": images[::n].clone()},  # first generation per class
                               info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()))

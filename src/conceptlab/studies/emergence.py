@@ -43,7 +43,7 @@ from conceptlab.interventions import (
     evaluate_interventions,
 )
 from conceptlab.interventions.prompting import NaiveRepeats
-from conceptlab.store.files import read_tensors
+from conceptlab.store.files import read_parquet, read_tensors
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import Measurement, StepResult
 from conceptlab.train.checkpoints import load_checkpoint
@@ -125,6 +125,8 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
                 iv.max_batch, noise_seed=noise_seed,
             )
         table.insert(0, "step", step)
+        if hasattr(dgp, "class_name"):
+            table["target_name"] = table["target"].map(dgp.class_name)
         n = iv.samples
         keep = torch.cat([images[k * n : k * n + min(SAMPLES_KEPT, n)] for k in range(len(table))])
         best = table.groupby("intervention", sort=False)["score"].max()
@@ -155,7 +157,7 @@ def collect_interventions(run: RunFolder) -> tuple[pd.DataFrame, pd.DataFrame] |
     when no checkpoint was evaluated."""
     if not run.step_files(DIRECTORY):
         return None
-    table = pd.concat([pd.read_parquet(p) for _, p in run.step_files(DIRECTORY)], ignore_index=True)
+    table = pd.concat([read_parquet(p) for _, p in run.step_files(DIRECTORY)], ignore_index=True)
     table.insert(0, "run", run.name)
     best = best_over_variants(table)
     best.insert(0, "run", run.name)

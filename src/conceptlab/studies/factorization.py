@@ -8,13 +8,22 @@ measurements. Per checkpoint (every k-th and the last; resumable through the run
   label (all regions in one sampling pass, `max_batch` images at a time), located with `probes.locator.locate` and
   scored with `generation_accuracy` (x, y, joint within `tolerance` px; wrapped on a torus); a few generations per
   region go to `composition_samples.safetensors`;
-- **geometry** (`geometry/step_*.parquet`): activations at `eval.geometry.hook` and time `t` for a sub-lattice of
+- **geometry** (`geometry/step_*.parquet`): besides the items below, the factorization measure
+  (`analysis.factorization`: additive share, its chance level, x/y subspace overlap); activations at `eval.geometry.hook` and time `t` for a sub-lattice of
   `dgp.grid_labels()` (refined `geometry.label_density`× per axis first, `refine_grid`; then at most
   `geometry.labels` labels, still a full grid), one forward pass on the noised ground-truth images (or the shared
   noise, `input: noise`), pooled; effective dimension (participation ratio), explained variance of the top 4 PCs
   and the top 15 eigenvalues; with `geometry.homology_over_training`, also the Betti numbers and the 3 longest H1
   and H2 bars (`betti_0..2`, `h1_bar_1..3`, `h2_bar_1..3`), so the run summary has `betti_by_step`. The final
   checkpoint's cloud is kept (`geometry/step_*.safetensors`: points, labels).
+
+At the final checkpoint, **controls** (`geometry_controls/`, table `geometry_controls.parquet`, summary `controls`):
+the trained representation and each of `geometry.controls` — the network at initialisation (`untrained`), its
+input at t (`pixels`: the noised ground-truth images), the label encoding (`encoding`) and a random untrained layer
+on it (`encoding_map`, drawn per run from `geometry.seed` and the run's train_seed) — through the same analyses
+(effective dimension, factorization measure, chord tests, Betti numbers, `torus` = 1 where they are (1, 2, 1), and
+the longest bars), one row each and on the same noised inputs, so every claim can name the control it beats and the
+comparison is paired. Figure `controls.png`.
 
 At the end: persistent homology (Betti numbers) of the final cloud and the chord (orthogonality / parallelism)
 tests on the grid, next to the same tests on ideal 3D-torus and Clifford-torus references (`homology.json`); the
@@ -30,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from conceptlab.analysis.geometry import (
     as_grid,
@@ -40,7 +49,14 @@ from conceptlab.analysis.geometry import (
     persistent_homology,
     torus_3d,
 )
-from conceptlab.analysis.representation import check_hook, collect_representations
+from conceptlab.analysis.factorization import factorization
+from conceptlab.analysis.representation import (
+    check_hook,
+    collect_representations,
+    encoding_cloud,
+    encoding_map_cloud,
+    input_cloud,
+)
 from conceptlab.config_base import StrictConfig
 from conceptlab.data.bump_world import BumpsDataConfig, BumpWorld
 from conceptlab.models.unet import check_image_size
@@ -55,6 +71,8 @@ from conceptlab.studies.base import (
     StudyBase,
     Summary,
     read_step_tables,
+    once_each,
+    untrained_model,
 )
 from conceptlab.train.precision import autocast, resolve_bf16
 
@@ -111,10 +129,20 @@ class GeometryConfig(StrictConfig):
         "gap", description="threshold: every bar above the cut counts; gap: only those above the largest gap in "
         "lengths; hybrid: gap for H0, threshold for H1 and H2 (see analysis.geometry.persistent_homology)"
     )
+    controls: list[Literal["untrained", "pixels", "encoding", "encoding_map"]] = Field(
+        default_factory=lambda: ["untrained", "pixels", "encoding", "encoding_map"],
+        description="representations the final checkpoint's is compared with, by the same analyses: the network at "
+        "initialisation, its input at t (noised ground-truth images), the label encoding, a random layer on it",
+    )
+    encoding_map_width: int = Field(256, ge=2, description="units of the encoding_map control's random layer (drawn "
+                                    "from `seed` and the run's train_seed, so each run has its own)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
 
-
+    @field_validator("controls")
+    @classmethod
+    def _once_each(cls, v: list[str]) -> list[str]:
+        return once_each(v)
 
 
 def _sample_steps(cfg) -> int:
@@ -237,8 +265,9 @@ def spectrum(points: torch.Tensor) -> np.ndarray:
     return (torch.linalg.svdvals(a - a.mean(dim=0)) ** 2 / len(a)).numpy()
 
 
-def geometry_row(cfg, points: torch.Tensor, step: int) -> pd.DataFrame:
-    """One row: step, hook, t, effective dimension, explained variance of the top 4 PCs, top 15 eigenvalues."""
+def geometry_row(cfg, points: torch.Tensor, step: int, labels: torch.Tensor | None = None) -> pd.DataFrame:
+    """One row: step, hook, t, effective dimension, explained variance of the top 4 PCs, top 15 eigenvalues; with the
+    grid's labels, the factorization measure too."""
     geo = cfg.eval.geometry
     lam = spectrum(points)
     eig = np.pad(lam[:EIGENVALUES], (0, max(0, EIGENVALUES - len(lam))))
@@ -248,9 +277,21 @@ def geometry_row(cfg, points: torch.Tensor, step: int) -> pd.DataFrame:
            "explained_variance_top4": float(lam[:4].sum() / lam.sum()), "points": int(points.shape[0]),
            "features": int(points.shape[1])}
     row.update({f"eigenvalue_{i + 1}": float(v) for i, v in enumerate(eig)})
+    if labels is not None:
+        row.update(factorization_columns(points, labels))
     if geo.homology and geo.homology_over_training:
         row.update(homology_columns(homology(cfg, points)))
     return pd.DataFrame([row])
+
+
+def factorization_columns(points: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
+    """`analysis.factorization` of a grid cloud: additive share (and its chance level) and x/y subspace overlap."""
+    try:
+        f = factorization(as_grid(points, labels))
+    except ValueError:  # not a full grid
+        return {}
+    return {"additive_share": f.additive_share, "additive_chance": f.chance_share, "subspace_overlap": f.overlap,
+            "subspace_max_cosine": f.max_cosine}
 
 
 def homology(cfg, points: torch.Tensor) -> dict[str, Any]:
@@ -370,11 +411,62 @@ def figures(cfg, acc: pd.DataFrame, geo: pd.DataFrame, cloud: dict[str, torch.Te
     return out
 
 
+# -- controls --------------------------------------------------------------------------------------------------------
+CONTROL_MEASURES = ("effective_dimension", "explained_variance_top4", "additive_share", "additive_chance",
+                    "subspace_overlap", "subspace_max_cosine", "orthogonality", "parallelism", "betti_0", "betti_1",
+                    "betti_2", "torus", "h1_bar_1", "h1_bar_2", "h2_bar_1")
+
+
+def control_row(cfg, source: str, points: torch.Tensor, labels: torch.Tensor, step: int, period) -> dict:
+    """One source's geometry through the trained representation's analyses: effective dimension, explained variance,
+    the factorization measure, the chord tests and (with `geometry.homology`) Betti numbers and the longest bars."""
+    geo = cfg.eval.geometry
+    row = {"step": int(step), "source": source, "points": int(points.shape[0]), "features": int(points.shape[1])}
+    lam = spectrum(points)
+    total = float(lam.sum())
+    row["effective_dimension"] = participation_ratio(lam, float((points.double() ** 2).sum(dim=1).mean()))
+    row["explained_variance_top4"] = float(lam[:4].sum() / total) if total > 0 else math.nan
+    row.update(factorization_columns(points, labels))
+    try:
+        row.update(chord_tests(as_grid(points, labels), periodic=bool(cfg.data.periodic)))
+    except ValueError:
+        pass
+    if geo.homology and total > 0:
+        row.update(homology_columns(homology(cfg, points)))
+        row["torus"] = int((row["betti_0"], row["betti_1"], row["betti_2"]) == (1, 2, 1))
+    return row
+
+
+def control_fields(table: pd.DataFrame) -> dict[str, dict[str, float | int | None]]:
+    """The summary's `controls` block: per source, the measures the torus and factorization claims read."""
+    out = {}
+    for r in table.to_dict("records"):
+        out[r["source"]] = {k: (None if pd.isna(r.get(k)) else
+                                (int(r[k]) if k.startswith("betti") or k == "torus" else _r(r[k])))
+                            for k in CONTROL_MEASURES if k in r}
+    return out
+
+
+FIGURE_MEASURES = ("additive_share", "subspace_overlap", "orthogonality", "parallelism", "effective_dimension",
+                   "betti_1", "betti_2", "h1_bar_2")
+
+
+def controls_figure(table: pd.DataFrame, title: str):
+    """The trained representation beside its controls, one panel per measure of `FIGURE_MEASURES`."""
+    from conceptlab.report.control_figures import plot_controls
+
+    measures = [m for m in FIGURE_MEASURES if m in table]
+    long = table.melt(id_vars=["source"], value_vars=measures, var_name="measure", value_name="value")
+    return plot_controls(long, list(dict.fromkeys(table["source"])), measures, title)
+
+
 # -- the study -------------------------------------------------------------------------------------------------------
 class FactorizationStudy(StudyBase):
     """`data.kind: bumps` — composition vs interpolation and the geometry of the label representation."""
 
     kind = "bumps"
+    version = 4  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls and the factorization measure;
+    # 4: the encoding_map control seeded by the run's train_seed
     order = 1
     data_config = BumpsDataConfig
     eval_fields = {
@@ -465,11 +557,33 @@ class FactorizationStudy(StudyBase):
 
         def geometry(step: int) -> StepResult:
             cloud = representation_cloud(cfg, dgp, model, grid)
-            row = geometry_row(cfg, cloud.points, step)
+            row = geometry_row(cfg, cloud.points, step, cloud.labels)
             tensors = None
             if step == final_step:
                 tensors = {"points": cloud.points.contiguous(), "labels": cloud.labels.contiguous()}
             return StepResult(row, tensors=tensors, info=f"ED {row['effective_dimension'].iloc[0]:.2f}")
+
+        def controls(step: int) -> StepResult:
+            """The final checkpoint's representation and its controls through the same analyses, one row each."""
+            clouds = {"trained": representation_cloud(cfg, dgp, model, grid).points}
+            if "untrained" in geo.controls:
+                clouds["untrained"] = representation_cloud(cfg, dgp, untrained_model(cfg, dgp, model), grid).points
+            if "pixels" in geo.controls:
+                images = dgp.render(grid) if geo.input == "data" else torch.zeros(len(grid), *model.image_shape)
+                clouds["pixels"] = input_cloud(model.process, images, geo.t, geo.seed)
+            device = next(model.parameters()).device
+            encoding = (encoding_cloud(model.net, dgp.make_prompt(grid).to(device)).cpu()
+                        if {"encoding", "encoding_map"} & set(geo.controls) else None)
+            if "encoding" in geo.controls:
+                clouds["encoding"] = encoding
+            if "encoding_map" in geo.controls:
+                # each run draws its own random layer (like its own untrained network): seeded by the run's seed
+                clouds["encoding_map"] = encoding_map_cloud(encoding, geo.encoding_map_width,
+                                                            geo.seed * 1_000_003 + cfg.train.train_seed)
+            rows = [control_row(cfg, source, points, grid, step, dgp.period) for source, points in clouds.items()]
+            table = pd.DataFrame(rows)
+            info = " ".join(f"{r.source} {r.additive_share:.2f}" for r in table.itertuples() if "additive_share" in table)
+            return StepResult(table, info=info)
 
         def summarize() -> Summary:
             acc = read_step_tables(run, "composition")
@@ -482,11 +596,21 @@ class FactorizationStudy(StudyBase):
             topology_seconds = time.perf_counter() - began
             samples_path = run.file(SAMPLES_FILE)
             samples = read_tensors(samples_path) if samples_path.is_file() else {}
+            fields = summarize_fields(acc, geo_table, topo)
+            tables = {"composition": acc, "geometry": geo_table}
+            if run.step_files("geometry_controls"):
+                control_table = read_step_tables(run, "geometry_controls")
+                control_table.insert(0, "run", run.name)
+                tables["geometry_controls"] = control_table
+                fields["controls"] = control_fields(control_table)
+            figs = figures(cfg, acc, geo_table, cloud, topo, samples)
+            if "controls" in fields:
+                figs["controls.png"] = controls_figure(control_table, f"{cfg.name} ({run.name}), step {final_step}")
             return Summary(
-                fields=summarize_fields(acc, geo_table, topo),
-                tables={"composition": acc, "geometry": geo_table},
+                fields=fields,
+                tables=tables,
                 files={"homology.json": topo},
-                figures=figures(cfg, acc, geo_table, cloud, topo, samples),
+                figures=figs,
                 seconds={"topology": topology_seconds},
             )
 
@@ -495,6 +619,7 @@ class FactorizationStudy(StudyBase):
                 Measurement("composition", composition, every=comp.every, use_ema=comp.use_ema,
                             samples_file=SAMPLES_FILE),
                 Measurement("geometry", geometry, every=geo.every, use_ema=geo.use_ema),
+                Measurement("geometry_controls", controls, every=None, use_ema=geo.use_ema),
             ],
             summarize=summarize,
         )

@@ -13,7 +13,15 @@ import torch
 from safetensors import safe_open
 
 from conceptlab.train.config import TrainConfig
-from conceptlab.store.files import read_json, read_tensors, write_json, write_tensors
+from conceptlab.store.files import (
+    FileFormatError,
+    file_sha256,
+    read_json,
+    read_tensors,
+    tensors_sha256,
+    write_json,
+    write_tensors,
+)
 
 _STEP_FILE = re.compile(r"step_(\d+)\.safetensors$")
 
@@ -41,10 +49,11 @@ def checkpoint_path(folder: Path, step: int) -> Path:
 
 
 def save_checkpoint(folder: Path, step: int, tensors: dict[str, torch.Tensor], sidecar: dict[str, Any]) -> Path:
-    """Write `step_XXXXXXX.safetensors` and its `.json` sidecar (step, config hash, metrics, ...)."""
+    """Write `step_XXXXXXX.safetensors`, then its `.json` sidecar (step, config hash, the tensor file's SHA-256,
+    metrics, ...): a checkpoint is complete once its sidecar exists."""
     path = checkpoint_path(folder, step)
     write_tensors(path, tensors)
-    write_json(path.with_suffix(".json"), {"step": step, **sidecar})
+    write_json(path.with_suffix(".json"), {"step": step, **sidecar, "sha256": file_sha256(path)})
     return path
 
 
@@ -52,18 +61,35 @@ class CheckpointMismatchError(ValueError):
     """A checkpoint that was not trained with this run's config."""
 
 
+class CheckpointIntegrityError(ValueError):
+    """A checkpoint whose sidecar is missing or unreadable, or whose file does not match the sidecar's hash."""
+
+
 def load_checkpoint(path: Path, expected_hash: str | None = None) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """(tensors, sidecar) of a checkpoint; with `expected_hash`, CheckpointMismatchError unless the sidecar's config
-    hash is that one (a checkpoint copied in from another run is refused, not evaluated as this run's)."""
+    """(tensors, sidecar) of a checkpoint, after checking it: the sidecar must exist, the tensor file must match its
+    SHA-256 (sidecars written before hashes were kept have none; `conceptlab runs migrate` adds them), and with
+    `expected_hash` its config hash must be that one (a checkpoint copied in from another run is refused, not
+    evaluated as this run's). Every refusal is one line naming the file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint at {path}")
     sidecar = path.with_suffix(".json")
-    meta = read_json(sidecar) if sidecar.is_file() else {}
+    if not sidecar.is_file():
+        raise CheckpointIntegrityError(f"checkpoint {path} has no sidecar {sidecar.name} (incomplete or damaged)")
+    try:
+        meta = read_json(sidecar)
+    except FileFormatError as err:
+        raise CheckpointIntegrityError(f"checkpoint sidecar {err}") from None
     saved = meta.get("config_hash")
-    if expected_hash is not None and saved is not None and saved != expected_hash:
+    if expected_hash is not None and saved is None:
+        raise CheckpointIntegrityError(f"checkpoint sidecar {sidecar} has no config hash")
+    if expected_hash is not None and saved != expected_hash:
         raise CheckpointMismatchError(
             f"checkpoint {path} was trained with a different config (hash {saved}, this run {expected_hash})"
+        )
+    if "sha256" in meta and file_sha256(path) != meta["sha256"]:
+        raise CheckpointIntegrityError(
+            f"checkpoint {path} does not match its sidecar's content hash (damaged or replaced after it was written)"
         )
     return read_tensors(path), meta
 
@@ -107,18 +133,36 @@ def load_optimizer_tensors(optimizer: torch.optim.Optimizer, tensors: dict[str, 
 def save_training_state(path: Path, tensors: dict[str, torch.Tensor], sidecar: dict[str, Any]) -> None:
     """The resumable state (weights, EMA, optimizer, RNG), one self-contained file overwritten atomically.
 
-    The sidecar travels inside the safetensors metadata, so tensors and metadata can never disagree.
+    The sidecar travels inside the safetensors metadata, with the SHA-256 of the tensors (`store.files.tensors_sha256`),
+    so tensors and metadata can never disagree and a damaged state is refused on load.
     """
-    write_tensors(path, tensors, metadata={"sidecar": json.dumps(sidecar)})
+    meta = {**sidecar, "tensors_sha256": tensors_sha256(tensors)}
+    write_tensors(path, tensors, metadata={"sidecar": json.dumps(meta)})
+
+
+def _state_meta(path: Path, handle) -> dict[str, Any]:
+    try:
+        return json.loads((handle.metadata() or {})["sidecar"])
+    except (KeyError, ValueError, TypeError):
+        raise CheckpointIntegrityError(f"training state {path} has no readable sidecar metadata") from None
 
 
 def load_training_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
+    """(tensors, sidecar) of the resumable state, None if there is none; CheckpointIntegrityError (one line naming
+    the file) when it is damaged: unreadable, or its tensors do not match the hash stored with them."""
     path = Path(path)
     if not path.is_file():
         return None
-    with safe_open(str(path), framework="pt") as handle:
-        sidecar = json.loads(handle.metadata()["sidecar"])
-        tensors = {k: handle.get_tensor(k) for k in handle.keys()}
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            sidecar = _state_meta(path, handle)
+            tensors = {k: handle.get_tensor(k) for k in handle.keys()}
+    except CheckpointIntegrityError:
+        raise
+    except Exception as err:  # SafetensorError
+        raise CheckpointIntegrityError(f"training state {path} is not readable ({err})") from None
+    if "tensors_sha256" in sidecar and tensors_sha256(tensors) != sidecar["tensors_sha256"]:
+        raise CheckpointIntegrityError(f"training state {path} does not match its content hash (damaged)")
     return tensors, sidecar
 
 
@@ -127,5 +171,10 @@ def training_state_step(path: Path) -> int:
     path = Path(path)
     if not path.is_file():
         return 0
-    with safe_open(str(path), framework="pt") as handle:
-        return int(json.loads(handle.metadata()["sidecar"])["step"])
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return int(_state_meta(path, handle)["step"])
+    except CheckpointIntegrityError:
+        raise
+    except Exception as err:
+        raise CheckpointIntegrityError(f"training state {path} is not readable ({err})") from None

@@ -12,6 +12,8 @@ from conceptlab.config_base import StrictConfig
 class TrainConfig(StrictConfig):
     """Optimisation, checkpoint schedule and seeds."""
 
+    added_fields = ("keep_training_state", "keep_checkpoints")
+
     steps: int = Field(20000, ge=1)
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-3, gt=0.0)
@@ -28,6 +30,13 @@ class TrainConfig(StrictConfig):
     checkpoint_steps: list[int] | None = Field(None, description="explicit steps (schedule=list)")
     train_seed: int = Field(0, ge=0)
     log_every: int = Field(10, ge=1)
+    keep_training_state: bool = Field(
+        True, description="keep train_state.safetensors (optimizer, RNG) once the run is done; false frees ~3× a "
+        "checkpoint but the run can no longer be trained further"
+    )
+    keep_checkpoints: Literal["all", "evaluated"] = Field(
+        "all", description="once the run is done, keep every checkpoint, or only those a measurement evaluated"
+    )
 
     @model_validator(mode="after")
     def _schedule(self) -> "TrainConfig":

@@ -25,18 +25,29 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     assert result.exit_code == 0, result.output
     (run_dir,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]
     table = pd.read_parquet(run_dir / "abstractions.parquet")
-    assert list(table.columns) == COLUMNS and set(table["run"]) == {run_dir.name}
+    assert list(table.columns) == [*COLUMNS, "source"] and set(table["run"]) == {run_dir.name}
+    assert set(table["source"]) == {"trained", "untrained", "pixels"}  # the controls, at the final checkpoint
+    assert set(table[table["source"] == "pixels"]["measure"]) == {"linear_probe"}
+    assert set(table[table["source"] == "untrained"]["measure"]) == set(MEASURES)
+    table = table[table["source"] == "trained"]
     assert set(table["measure"]) == set(MEASURES) and set(table["attribute"]) == {"wall_hue", "shape"}
     assert set(table[~table["measure"].str.startswith("mutual_information")]["tau"]) == {0.0, 0.5, 1.0}
     assert (table["step"] == 20).all()
     commit = pd.read_parquet(run_dir / "commitment.parquet")
     assert list(commit.columns[:5]) == ["run", "step", "measure", "attribute", "commitment_tau"]
-    assert len(commit) == (len(MEASURES) + 1) * 2  # + mutual_information_final
+    trained = commit[commit["source"] == "trained"]
+    assert len(trained) == (len(MEASURES) + 1) * 2  # + mutual_information_final
+    # the untrained network: every measure (+ its final MI); pixels: the linear probe only
+    assert len(commit[commit["source"] == "untrained"]) == (len(MEASURES) + 1) * 2
+    assert len(commit[commit["source"] == "pixels"]) == 2
     for attribute, mi in summary_mi(run_dir).items():  # the bound cannot exceed H(V) (it may be < 0 untrained)
         assert mi["mutual_information_bound"] <= mi["H(V)"] + 1e-9, (attribute, mi)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["kind"] == "shapes3d" and summary["final_step"] == 20
     assert set(summary["commitment_tau"]) == set(MEASURES)
+    assert set(summary["controls"]) == {"trained", "untrained", "pixels", "trained_departs_from_every_control"}
+    assert set(summary["commitment_order_claimed"]) == set(MEASURES)
+    assert set(summary["controls"]["pixels"]["departs"]) == {"linear_probe"}
     assert set(summary["conditional_accuracy"]) == {"wall_hue", "shape"}
     assert summary["largest_footprint"] == "wall_hue" and summary["signal_order"] == ["wall_hue", "shape"]
     assert set(summary["seconds"]) >= {"train", "classifier", "conditional", *MEASURES, "total"}
@@ -79,6 +90,10 @@ def test_unknown_probe_hook_is_one_line_before_training(tmp_path):
     ("eval.abstractions.taus=[0.0,1.2]", "[0, 1]"),
     ("eval.abstractions.forks=1", "forks"),
     ("data.attributes=[wall_hue,colour]", "data.attributes.1"),
+    # a control this kind of study cannot compute: one line naming the ones it can
+    ("eval.abstractions.controls=[encoding]", "'untrained' or 'pixels'"),
+    ("eval.abstractions.controls=[pixels,pixels]", "twice"),
+    ("eval.geometry.controls=[untrained]", "eval.geometry"),  # shapes3d runs no geometry: the section is refused
 ])
 def test_bad_abstractions_config_is_one_line(override, message):
     result = runner.invoke(app, ["run", "abstractions-micro", override, "--dry-run"])

@@ -1,0 +1,5 @@
+"""`python -m conceptlab`: the command line."""
+
+from conceptlab.cli import main
+
+main()

@@ -1,0 +1,197 @@
+"""The Python front door: load a finished run, sample from and look inside its checkpoints; run a preset or config.
+
+    import conceptlab
+
+    run = conceptlab.run("micro", **{"train.steps": 20})         # or conceptlab.load_run("runs/0001-micro")
+    run.summary["learning_time"]                                  # what `conceptlab show` prints
+    run.table("concept_space")                                    # any run-level table, as a DataFrame
+    images = run.sample(run.class_prompts(["11"]), step=run.steps[-1])
+    out, acts = run.run_with_cache("down.0.blocks.0.hook_out", run.class_prompts(["11"]), step=20, t=0.5)
+
+Everything goes through the same code as the command line (the run driver, the run folder, the study registry);
+nothing here changes global state (no matplotlib backend, no torch settings).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+import torch
+from rich.console import Console
+from torch import Tensor
+
+from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.loading import load_config, preset_description, preset_names
+from conceptlab.experiments.runner import build_run_model, new_run_dir, run_experiment
+from conceptlab.hooks import NameFilter, cache_activations, hook_points
+from conceptlab.models.diffusion_model import DiffusionModel
+from conceptlab.store.files import read_parquet
+from conceptlab.store.run_folder import RunFolder
+from conceptlab.studies import study_for
+from conceptlab.train.checkpoints import load_checkpoint
+from conceptlab.train.trainer import load_weights
+
+__all__ = ["Run", "list_presets", "load_run", "run"]
+
+
+def list_presets() -> dict[str, str]:
+    """The shipped presets: name → description."""
+    return {name: preset_description(name) for name in preset_names()}
+
+
+def _overrides(overrides: dict[str, Any]) -> list[str]:
+    """Keyword overrides as `key=value` strings: dotted keys as given (`**{"train.steps": 20}`), or `__` for the dots
+    (`train__steps=20`)."""
+    import json
+
+    return [f"{key.replace('__', '.')}={json.dumps(value)}" for key, value in overrides.items()]
+
+
+def run(config: str | Path | RunConfig, runs_dir: str | Path | None = None, progress: bool = False,
+        **overrides: Any) -> Run:
+    """Train and evaluate a run (a preset name, a YAML file or a `RunConfig`, plus overrides) in a new numbered folder
+    under `runs_dir` (default: the config's `runs_dir`); returns it loaded."""
+    if isinstance(config, RunConfig):
+        cfg = config if not overrides else load_config_from(config, _overrides(overrides))
+    else:
+        cfg = load_config(str(config), _overrides(overrides))
+    folder = new_run_dir(Path(runs_dir or cfg.runs_dir), cfg.name)
+    run_experiment(cfg, folder, progress=progress, console=Console(quiet=not progress))
+    return load_run(folder)
+
+
+def load_config_from(cfg: RunConfig, overrides: list[str]) -> RunConfig:
+    """`cfg` with `key=value` overrides applied (validated again)."""
+    from conceptlab.experiments.loading import apply_overrides, validate
+
+    return validate(apply_overrides(cfg.model_dump(mode="json"), overrides))
+
+
+def load_run(path: str | Path) -> Run:
+    """A run folder (finished or not) as a `Run`; FileNotFoundError / ConfigError in one line when it is not one."""
+    folder = RunFolder(path)
+    if not folder.config.is_file():
+        raise FileNotFoundError(f"{folder.root} is not a run folder (no config.yaml)")
+    return Run(folder, load_config(str(folder.config)))
+
+
+class Run:
+    """One run folder: its config, summary, tables and checkpoints, and the model at any checkpoint."""
+
+    def __init__(self, folder: RunFolder, config: RunConfig):
+        self.folder = folder
+        self.config = config
+        self.study = study_for(config.data.kind)
+        self._data = None
+        self._models: dict[tuple[int, bool], DiffusionModel] = {}
+
+    def __repr__(self) -> str:
+        state = "finished" if self.folder.is_complete() else "unfinished"
+        return f"Run({str(self.folder.root)!r}, {self.config.data.kind}, {len(self.steps)} checkpoints, {state})"
+
+    @property
+    def path(self) -> Path:
+        return self.folder.root
+
+    @property
+    def summary(self) -> dict:
+        """The run's summary.json (FileNotFoundError while it is unfinished)."""
+        return self.folder.read_summary()
+
+    @property
+    def steps(self) -> list[int]:
+        """The steps of its checkpoints."""
+        return [step for step, _ in self.folder.list_checkpoints()]
+
+    @property
+    def tables(self) -> list[str]:
+        """The names of its run-level tables (`table(name)` reads one)."""
+        return sorted(p.stem for p in self.folder.root.glob("*.parquet"))
+
+    def table(self, name: str) -> pd.DataFrame:
+        path = self.folder.table(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"{self.folder.root} has no table {name!r}; it has {self.tables}")
+        return read_parquet(path)
+
+    @property
+    def data(self):
+        """The run's data-generating process (built from its config)."""
+        if self._data is None:
+            self._data = self.study.build_data(self.config.data)
+        return self._data
+
+    def model(self, step: int | None = None, ema: bool | None = None) -> DiffusionModel:
+        """The model at checkpoint `step` (default: the last), in eval mode on the CPU (move it with `.to()`); its
+        EMA weights when it has them, unless `ema=False`. The checkpoint is checked (content and config hash)."""
+        steps = self.steps
+        if not steps:
+            raise FileNotFoundError(f"{self.folder.root} has no checkpoints yet")
+        step = steps[-1] if step is None else int(step)
+        if step not in steps:
+            raise ValueError(f"no checkpoint at step {step}; checkpoints: {steps}")
+        use_ema = self.config.eval.use_ema if ema is None else bool(ema)
+        key = (step, use_ema)
+        if key not in self._models:
+            model = build_run_model(self.config, self.data)
+            tensors, _ = load_checkpoint(dict(self.folder.list_checkpoints())[step], self.config.training_hash())
+            load_weights(model, tensors, use_ema=use_ema)
+            self._models[key] = model.eval()
+        return self._models[key]
+
+    def class_prompts(self, classes: Sequence[str]) -> Tensor:
+        """Prompts [len(classes), D] of class codes (e.g. "11") at their exact concept means (`shapes` data)."""
+        if not hasattr(self.data, "class_prompt"):
+            raise TypeError(f"data kind {self.config.data.kind} has no class prompts; build prompts with run.data")
+        return torch.stack([self.data.class_prompt(c) for c in classes])
+
+    def sample(self, prompts: Tensor, step: int | None = None, guidance: float | None = None, steps: int | None = None,
+               seed: int = 0) -> Tensor:
+        """One image [N, C, S, S] in [0, 1] per prompt row from checkpoint `step`, `steps` sampler steps (default the
+        config's), guidance w in the config's convention (default `diffusion.guidance_scale`), seeded."""
+        model = self.model(step)
+        guidance = self.config.diffusion.guidance_scale if guidance is None else guidance
+        null = torch.full((1, prompts.shape[1]), self.config.data.null_value)
+        generator = torch.Generator().manual_seed(seed)
+        return model.sample(prompts, steps or self.config.diffusion.sample_steps, generator, guidance, null)
+
+    def hook_names(self) -> list[str]:
+        """Every hook point of the network, in order."""
+        return list(hook_points(self.model().net))
+
+    @torch.no_grad()
+    def run_with_cache(self, names: NameFilter, prompts: Tensor, step: int | None = None, t: float = 0.5,
+                       images: Tensor | None = None, seed: int = 0) -> tuple[Tensor, dict[str, Tensor]]:
+        """One forward pass of the network at checkpoint `step` and diffusion time t (0 data, 1 noise) on `images`
+        ([0, 1], noised to t; default: pure noise) with `prompts`; returns (the network output, {hook name:
+        activation}) for the hook points `names` selects (a name, a list, a predicate)."""
+        model = self.model(step)
+        n = prompts.shape[0]
+        generator = torch.Generator().manual_seed(seed)
+        eps = torch.randn((n, *model.image_shape), generator=generator)
+        time = torch.full((n,), float(t))
+        x = model.process.to_model_space(images) if images is not None else torch.zeros_like(eps)
+        z = model.process.noise(x, time, eps) if images is not None else eps
+        with cache_activations(model.net, names) as cache:
+            out = model.process.network_output(model.net, z, time, prompts)
+        return out, {name: acts[0] for name, acts in cache.items() if acts}
+
+    def probe(self):
+        """The concept probe that read the generations (`shapes` data), from the cache (trained if missing)."""
+        if self.config.data.kind != "shapes":
+            raise TypeError(f"data kind {self.config.data.kind} has no concept probe")
+        from conceptlab.probes.concept_classifier import load_or_train_probe
+
+        probe, _ = load_or_train_probe(self.config.eval.probe, list(self.config.data.concepts),
+                                       self.config.data.image_size, progress=False)
+        return probe
+
+    def intervention_context(self, step: int | None = None, reference_step: int | None = None):
+        """What interventions see at checkpoint `step` (`interventions.InterventionContext`): the data's classes and
+        prompts, the concept embeddings of the model there and of the reference checkpoint (default the last)."""
+        from conceptlab.studies.emergence import intervention_context
+
+        reference = self.model(reference_step)
+        return intervention_context(self.config, self.data, self.model(step), reference)

@@ -1,0 +1,87 @@
+"""Provenance: which code, analysis versions, machine and precision made a run's numbers.
+
+`analysis_versions(cfg)` are what enters run ids (`experiments.sweep.run_id`): a study bumps its `version` when a
+change alters its numbers, so a sweep never reuses a run made by older code, and `invocation(...)` is what every
+invocation of the run driver appends to the folder's `provenance.json` (package version, git commit and whether the
+work tree had uncommitted changes, torch, Python, CPU and GPU model, device, precision, threads, host).
+"""
+
+from __future__ import annotations
+
+import functools
+import platform
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from importlib import metadata
+
+import torch
+
+from conceptlab.studies import study_for
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+TRAINING_VERSION = 1  # bump when the training loop's or the model's behaviour changes without a config key
+
+
+def analysis_versions(cfg) -> dict[str, int]:
+    """The code versions a run's numbers depend on beyond its config: its study's and the training code's."""
+    return {"study": int(getattr(study_for(cfg.data.kind), "version", 1)), "training": TRAINING_VERSION}
+
+
+@functools.lru_cache(maxsize=None)
+def git_state() -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the git work tree holding this package's source, (None, None) outside one."""
+    source = PACKAGE_DIR
+    try:
+        commit = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)
+        return commit.stdout.strip(), bool(status.stdout.strip()) if status.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+@functools.lru_cache(maxsize=None)
+def package_version() -> str:
+    try:
+        return metadata.version("conceptlab")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def invocation(cfg, device: torch.device, bf16: bool) -> dict[str, Any]:
+    """One invocation's record."""
+    commit, dirty = git_state()
+    return {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "conceptlab": package_version(),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "versions": analysis_versions(cfg),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpu": cpu_model(),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "device": str(device),
+        "bf16": bool(bf16),
+        "threads": torch.get_num_threads(),
+        "host": socket.gethostname(),
+    }
