@@ -1,13 +1,17 @@
 """Command-line interface: `conceptlab run | resume | presets | show | sweep | sweep-status | sweep-report | runs |
 emergence-report`.
 
-Bad input (unknown preset or key, ill-typed value, impossible data split)
-prints one line `error: ...` and exits with code 2 — never a traceback.
+Bad input (unknown preset or key, ill-typed or non-finite value, impossible data split, a run that would not fit
+in memory, an unreadable file, a query outside the store) prints one line `error: ...` naming the key or argument
+and the value, and exits with code 2, before any work — never a traceback. A run that fails once started (training
+diverged, a file system error) prints one line and exits with code 1.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +19,54 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
+from rich.markup import escape
 from rich.table import Table
 
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config, preset_description, preset_names
+from conceptlab.messages import one_line, shown
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="conceptlab: how diffusion models learn concepts.")
 console = Console()
+
+
+class _OneLineUsageErrors(TyperGroup):
+    """The command group, with usage errors (an unknown option, a value that does not parse as its type, a missing
+    argument) printed as one `error:` line with exit code 2, like every other refusal, instead of a usage panel."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.Abort:
+            console.print("Aborted!", markup=False)
+            sys.exit(1)
+        except typer.TyperException as err:  # click's usage errors, vendored by typer
+            if type(err).__name__ != "NoArgsIsHelpError":  # (no arguments at all: typer has printed the help)
+                ctx = getattr(err, "ctx", None)
+                message = err.format_message() if hasattr(err, "format_message") else str(err)
+                where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+                console.print(f"[red]error:[/] {escape(one_line(message + where))}", highlight=False, soft_wrap=True)
+            sys.exit(getattr(err, "exit_code", 2))
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+app = typer.Typer(cls=_OneLineUsageErrors, add_completion=False, no_args_is_help=True,
+                  help="conceptlab: how diffusion models learn concepts.")
+
+
+MAX_THREADS = 1024  # torch starts a thread per unit: a larger count would only exhaust the system's threads
+MAX_WORKERS = 1024  # local sweep worker processes
+
+
+def _fail(message: str, code: int = 2) -> None:
+    console.print(f"[red]error:[/] {escape(one_line(message))}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=code)
+
+
+def _check_threads(threads: Optional[int]) -> None:
+    if threads is not None and not 1 <= threads <= MAX_THREADS:
+        _fail(f"--threads must be between 1 and {MAX_THREADS}, got {threads}")
 
 
 err_console = Console(stderr=True)
@@ -29,20 +75,14 @@ err_console = Console(stderr=True)
 def _warn(warnings: list[str]) -> None:
     """Print each warning as one line on stderr (e.g. a damaged run the store left out)."""
     for line in warnings:
-        err_console.print(f"[yellow]warning:[/] {line}", highlight=False, soft_wrap=True)
-
-
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/] {message}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
+        err_console.print(f"[yellow]warning:[/] {escape(one_line(line))}", highlight=False, soft_wrap=True)
 
 
 def _set_threads(threads: Optional[int]) -> None:
+    _check_threads(threads)
     if threads is not None:
         import torch
 
-        if threads < 1:
-            _fail(f"--threads must be ≥ 1, got {threads}")
         torch.set_num_threads(threads)
 
 
@@ -57,23 +97,32 @@ def run(
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Train and evaluate one run in a new numbered folder under runs/."""
-    from conceptlab.experiments.runner import find_unfinished_run, new_run_dir
+    from conceptlab.experiments.resources import describe_limit
+    from conceptlab.experiments.runner import check_runs_dir, find_unfinished_run, new_run_dir, prepare_run
 
+    _check_threads(threads)
     try:
         cfg = load_config(source, list(overrides or []))
         if runs_dir is not None:
             cfg.runs_dir = str(runs_dir)
-    except ConfigError as err:
+        check_runs_dir(Path(cfg.runs_dir), "--runs-dir" if runs_dir is not None else "runs_dir")
+        _set_threads(threads)
+        prepared = prepare_run(cfg)
+    except (ConfigError, ValueError) as err:
         _fail(str(err))
     if dry_run:
-        console.print(config_to_yaml(cfg), end="", highlight=False)
+        console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
+        console.print(f"# memory: this run needs {prepared.memory.describe()}; it may use {describe_limit()}",
+                      highlight=False, markup=False, soft_wrap=True)
         return
-    _set_threads(threads)
     run_dir = find_unfinished_run(Path(cfg.runs_dir), cfg) if resume else None
     if resume and run_dir is None:
         console.print("no unfinished run with this config: starting a new one")
-    run_dir = run_dir or new_run_dir(Path(cfg.runs_dir), cfg.name)
-    _execute(cfg, run_dir, progress)
+    try:
+        run_dir = run_dir or new_run_dir(Path(cfg.runs_dir), cfg.name)
+    except OSError as err:
+        _fail(f"cannot create a run folder under {cfg.runs_dir}: {err.strerror or err}", code=1)
+    _execute(cfg, run_dir, progress, prepared)
 
 
 @app.command()
@@ -83,26 +132,35 @@ def resume(
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Continue an interrupted run from its last saved state (nothing is deleted)."""
+    from conceptlab.experiments.runner import prepare_run
+
+    _check_threads(threads)
     config = run_dir / "config.yaml"
     if not config.is_file():
-        _fail(f"{run_dir} is not a run folder (no config.yaml)")
+        _fail(f"{shown(str(run_dir))} is not a run folder (no config.yaml)")
     try:
         cfg = load_config(str(config))
-    except ConfigError as err:
+        _set_threads(threads)
+        prepared = prepare_run(cfg)
+    except (ConfigError, ValueError) as err:
         _fail(str(err))
-    _set_threads(threads)
-    _execute(cfg, run_dir, progress)
+    _execute(cfg, run_dir, progress, prepared)
 
 
-def _execute(cfg, run_dir: Path, progress: bool) -> None:
+def _execute(cfg, run_dir: Path, progress: bool, prepared=None) -> None:
     from conceptlab.experiments.runner import run_experiment
+    from conceptlab.train.trainer import TrainingDiverged
 
     from conceptlab.store.run_folder import RunLockedError
 
     try:
-        summary = run_experiment(cfg, run_dir, progress=progress, console=console)
+        summary = run_experiment(cfg, run_dir, progress=progress, console=console, prepared=prepared)
     except (ConfigError, ValueError, FileNotFoundError, RunLockedError) as err:
         _fail(str(err))
+    except TrainingDiverged as err:
+        _fail(str(err), code=1)
+    except OSError as err:  # a full disk, a refused symlink, a permission: the run stops, its folder keeps what it has
+        _fail(f"{run_dir}: {err}", code=1)
     _print_summary(summary, run_dir)
 
 
@@ -127,10 +185,23 @@ def show(
         summary = read_summary(run_dir)
     except (FileNotFoundError, ValueError) as err:
         _fail(str(err))
+    except OSError as err:
+        _fail(f"cannot read {shown(str(run_dir / 'summary.json'))}: {err.strerror or err}")
+    if not isinstance(summary, dict):
+        _fail(f"{shown(str(run_dir / 'summary.json'))} is not a run summary (a JSON object), "
+              f"got {type(summary).__name__}")
     if as_json:
         console.print_json(json.dumps(summary))
-    else:
-        _print_summary(summary, run_dir)
+        return
+    with console.capture() as captured:  # printed only if all of it renders: a malformed summary is one error line
+        try:
+            _print_summary(summary, run_dir)
+            failure = None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            failure = f"{type(err).__name__}: {err}" if not isinstance(err, KeyError) else f"it has no {err}"
+    if failure is not None:
+        _fail(f"{shown(str(run_dir / 'summary.json'))} is not a run summary this version can show ({failure})")
+    console.file.write(captured.get())
 
 
 _COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures",
@@ -138,16 +209,16 @@ _COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "b
 
 
 def _print_summary(summary: dict, run_dir: Path) -> None:
-    console.print(f"\n[bold]{summary['name']}[/] ({run_dir})")
+    console.print(f"\n[bold]{escape(str(summary['name']))}[/] ({escape(str(run_dir))})")
     if summary.get("kind", "shapes") != "shapes":
         _print_fields({k: v for k, v in summary.items() if k not in _COMMON_KEYS})
     else:
         _print_concept_space(summary)
     if "seconds" in summary:
-        console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()))
+        console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()), markup=False)
     if "disk_bytes" in summary:
-        console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}")
-    console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])))
+        console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}", markup=False)
+    console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])), markup=False)
 
 
 def _print_fields(fields: dict, prefix: str = "") -> None:
@@ -158,19 +229,19 @@ def _print_fields(fields: dict, prefix: str = "") -> None:
             _print_fields(value, name + ".")
         else:
             text = f"{value:.4g}" if isinstance(value, float) else json.dumps(value) if isinstance(value, list) else str(value)
-            console.print(f"{name}: {text}", highlight=False, soft_wrap=True)
+            console.print(f"{name}: {text}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _print_concept_space(summary: dict) -> None:
     signal = ", ".join(f"{k} {v:.2f}" for k, v in summary.get("concept_signal", {}).items())
-    console.print(f"concept signal: {signal}")
+    console.print(f"concept signal: {signal}", markup=False)
     times = Table("split / concept", "learning time", box=None)
     for key, value in summary["learning_time"].items():
-        times.add_row(key, "not learned" if value is None else str(value))
+        times.add_row(escape(str(key)), "not learned" if value is None else escape(str(value)))
     console.print(times)
-    acc = Table("class / concept", f"accuracy @ step {summary['final_step']}", box=None)
+    acc = Table("class / concept", f"accuracy @ step {escape(str(summary['final_step']))}", box=None)
     for key, value in summary["final_accuracy"].items():
-        acc.add_row(key, f"{value:.3f}")
+        acc.add_row(escape(str(key)), f"{value:.3f}")
     console.print(acc)
     if "emergence" in summary:
         _print_emergence(summary["emergence"])
@@ -184,15 +255,16 @@ def _print_emergence(emergence: dict) -> None:
     """Per target: emergence step and final score of each intervention, memorization and turn."""
     for target, entry in emergence["targets"].items():
         name = f" ({entry['name']})" if entry.get("name") else ""
-        table = Table(f"target {target}{name}: intervention", f"emergence step (score ≥ {emergence['threshold']})",
-                      "final score", box=None)
+        table = Table(f"target {escape(str(target))}{escape(name)}: intervention",
+                      f"emergence step (score ≥ {escape(str(emergence['threshold']))})", "final score", box=None)
         for name, step in entry["emergence_step"].items():
-            table.add_row(name, _step_text(step), f"{entry['final_score'][name]:.3f}")
+            table.add_row(escape(str(name)), _step_text(step), f"{entry['final_score'][name]:.3f}")
         console.print(table)
         phase, turn = entry.get("memorization"), entry.get("turn") or {}
         if phase:
             as_name = f" ({phase['read_as_name']})" if phase.get("read_as_name") else ""
-            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}{as_name}")
+            console.print(f"  memorization: steps {phase['start']:g}–{phase['end']:g}, reads as {phase['read_as']}"
+                          f"{as_name}", markup=False)
         if turn.get("step") is not None:
             way = "toward the target" if turn.get("toward_target") else "away from the target"
             console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")
@@ -205,10 +277,15 @@ def emergence_report_cmd(
     """Hidden emergence across seeds: emergence steps, capability vs behavior, memorization vs turn, one figure."""
     from conceptlab.experiments.emergence_report import emergence_report
 
+    if not root.is_dir():
+        _fail(f"{shown(str(root))} is not a folder (give a sweep or runs folder)")
     try:
         verdicts = emergence_report(root)
     except (FileNotFoundError, ValueError) as err:
         _fail(str(err))
+    except (KeyError, TypeError, IndexError) as err:  # a summary or table not shaped like a finished run's
+        _fail(f"{shown(str(root))}: a run's summary or tables are not those of a finished hidden-emergence run "
+              f"({type(err).__name__}: {err})")
     for target, v in verdicts["targets"].items():
         console.print(f"\n[bold]held-out {target}[/] over {verdicts['seeds']} seeds")
         table = Table("intervention", "final score (mean ± sd)", box=None)
@@ -311,18 +388,28 @@ def percolation(
 
     from conceptlab.analysis.percolation import critical_dataset_size, percolation_curve
     from conceptlab.analysis.power_law import fit_power_law
+    from conceptlab.experiments.runner import check_runs_dir
     from conceptlab.report.percolation_figures import plot_percolation
     from conceptlab.report.save import save_figure
     from conceptlab.store.files import write_parquet
 
+    ns = _numbers(sizes, "--sizes", 0, None, "> 0")
+    lams = _numbers(fractions, "--fractions", 0, 1, "in (0, 1]")
+    levels = _numbers(thresholds, "--thresholds", 0, 1, "in (0, 1)", high_open=True)
+    for name, value in (("--spacing", spacing), ("--sigma", sigma)):
+        if not (math.isfinite(value) and value > 0):
+            _fail(f"{name} must be a finite number > 0, got {value}")
+    if not (math.isfinite(target) and 0 < target <= 1):
+        _fail(f"--target must be in (0, 1], got {target}")
+    if not 1 <= trials <= 100_000:
+        _fail(f"--trials must be between 1 and 100000, got {trials}")
+    if not 0 <= seed < 2**63:
+        _fail(f"--seed must be between 0 and 2^63 − 1, got {shown(seed)}")
     try:
-        ns = [float(x) for x in sizes.split(",")]
-        lams = [float(x) for x in fractions.split(",")]
-        levels = [float(x) for x in thresholds.split(",")]
-    except ValueError:
-        _fail("--sizes, --fractions and --thresholds take comma-separated numbers, e.g. --sizes 8,16,32")
-    if trials < 1:
-        _fail(f"--trials must be ≥ 1, got {trials}")
+        check_runs_dir(out, "--out")
+        _percolation_fits(ns, levels, spacing, sigma, trials)
+    except ConfigError as err:
+        _fail(str(err))
     try:
         curve = pd.concat([percolation_curve(ns, lams, (spacing, spacing), (sigma, sigma), t, trials, periodic, seed=seed)
                            for t in levels], ignore_index=True)
@@ -348,6 +435,43 @@ def percolation(
     write_parquet(out / "critical.parquet", critical)
     save_figure(plot_percolation(curve, critical, target), out / "percolation.png")
     console.print(f"tables and figure: {out}")
+
+
+def _numbers(text: str, option: str, low: float, high: float | None, allowed: str, high_open: bool = False,
+             most: int = 1000) -> list[float]:
+    """The comma-separated numbers of `option`, each finite, > `low` and ≤ `high` (< with `high_open`); else one
+    error line naming the option and the bad entry."""
+    parts = text.split(",")
+    if len(parts) > most:
+        _fail(f"{option} takes at most {most} numbers, got {len(parts)}")
+    out = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            _fail(f"{option} takes comma-separated numbers {allowed}, e.g. {option} 8,16,32; got {shown(part.strip())}")
+        above = high is not None and (value >= high if high_open else value > high)
+        if not math.isfinite(value) or value <= low or above:
+            _fail(f"{option}: every number must be {allowed}, got {shown(part.strip())}")
+        out.append(value)
+    return out
+
+
+def _percolation_fits(sizes: list[float], thresholds: list[float], spacing: float, sigma: float, trials: int) -> None:
+    """ConfigError unless the largest lattice's nodes, links and trials fit in the memory available (a link per pair
+    of bumps closer than the overlap threshold's radius), before any lattice is built."""
+    from conceptlab.analysis.percolation import link_radius
+    from conceptlab.experiments.resources import available_memory, gigabytes, process_memory
+
+    nodes = max(math.ceil(n / spacing) ** 2 for n in sizes)
+    radius = max(link_radius(t) for t in thresholds) * sigma / spacing  # in lattice steps
+    links = nodes * math.pi * radius**2 / 2
+    need = int(nodes * (64 + trials) + links * 48)
+    room = available_memory().bytes - process_memory()
+    if need > room:
+        raise ConfigError(f"percolation needs about {gigabytes(need)} GB for {nodes:,} lattice nodes (--sizes "
+                          f"{max(sizes):g}, --spacing {spacing:g}, --sigma {sigma:g}, --thresholds {min(thresholds):g}), "
+                          f"over the {gigabytes(room)} GB available")
 
 
 # ---------------------------------------------------------------- sweeps and the results store
@@ -383,29 +507,34 @@ def sweep(
             return sweep_status_cmd(target)
         return sweep_report_cmd(target, figure=None, axis="data.color_separation", split="train")
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
-    from conceptlab.experiments.sweep import expand, run_sweep
+    from conceptlab.experiments.runner import check_runs_dir
+    from conceptlab.experiments.sweep import check_sweep_memory, expand, run_sweep
 
-    if workers is not None and workers < 1:
-        _fail(f"--workers must be ≥ 1, got {workers}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        _fail(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
     try:
         plan = expand(spec, list(overrides or []), root)
         executor_options = with_slurm_options(plan.spec.executor, list(slurm or []))
-    except ConfigError as err:
+        if not dry_run:
+            check_runs_dir(plan.root, "--root" if root is not None else "the sweep root")
+        check_sweep_memory(plan)
+    except (ConfigError, ValueError) as err:
         _fail(str(err))
     kind = executor or plan.spec.executor.kind
     if kind not in ("local", "slurm"):
-        _fail(f"unknown executor {kind!r}; choose local or slurm")
+        _fail(f"unknown executor {shown(kind)}; choose local or slurm")
     if dry_run:
         import pandas as pd
 
         _print_frame(pd.DataFrame([{"run_id": r.run_id, **r.values} for r in plan.runs]))
-        console.print(f"{len(plan.runs)} runs → {plan.root}")
+        console.print(f"{len(plan.runs)} runs → {plan.root}", markup=False)
         return
     try:
         runner_ = make_executor(kind, plan.root, executor_options, workers=workers, wait=wait)
     except ExecutorError as err:
         _fail(str(err))
-    console.print(f"[bold]sweep {plan.spec.name}[/]: {len(plan.runs)} runs → {plan.root} ({kind} executor)")
+    console.print(f"[bold]sweep {escape(plan.spec.name)}[/]: {len(plan.runs)} runs → {escape(str(plan.root))} "
+                  f"({kind} executor)")
     try:
         result = run_sweep(plan, runner_, progress=progress, console=console)
     except ExecutorError as err:
@@ -416,7 +545,7 @@ def sweep(
         + (f", {len(result['busy'])} left to the process already running them" if result.get("busy") else "")
     )
     for run_id, error in result["failed"].items():
-        console.print(f"[red]failed[/] {run_id}: {error}", highlight=False, soft_wrap=True)
+        console.print(f"[red]failed[/] {run_id}: {escape(one_line(str(error)))}", highlight=False, soft_wrap=True)
     if result["failed"]:
         console.print("rerun the same command to resume the failed runs")
         raise typer.Exit(code=1)
@@ -443,7 +572,7 @@ def sweep_status_cmd(
     try:
         root = sweep_root_of(target)
         rows = sweep_status(root)
-    except ConfigError as err:
+    except (ConfigError, ValueError) as err:
         _fail(str(err))
     import pandas as pd
 
@@ -452,7 +581,7 @@ def sweep_status_cmd(
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["state"]] = counts.get(row["state"], 0) + 1
-    console.print(f"{root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    console.print(f"{root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
 
 
 @app.command("sweep-report")
@@ -466,10 +595,15 @@ def sweep_report_cmd(
     signal (mean ± spread over seeds, with its figure); for hidden-emergence runs the cross-seed emergence report
     (emergence step per intervention, capability vs behavior); for bump-world runs the final generation accuracy
     per region and swept setting (composition vs interpolation)."""
+    from conceptlab.experiments.runner import check_runs_dir
     from conceptlab.experiments.sweep import sweep_root_of
 
+    if split not in ("train", "held_out"):
+        _fail(f"--split must be train or held_out, got {shown(split)}")
     try:
         root = sweep_root_of(target)
+        if figure is not None:
+            check_runs_dir(figure.parent, "--figure's folder")
     except (ConfigError, ValueError) as err:
         _fail(str(err))
     has_learning = any(root.rglob("learning_times.parquet"))
@@ -593,7 +727,7 @@ def runs_ls(
     except StoreError as err:
         _fail(str(err))
     if runs.empty:
-        console.print(f"no runs under {root}")
+        console.print(f"no runs under {root}", markup=False)
         return
     if all_columns:
         columns = list(runs.columns)
@@ -604,7 +738,7 @@ def runs_ls(
         columns = ["run_id", "status", "name", *varying[:8], *times]
         columns = [c for c in columns if c in runs.columns]
     _print_frame(runs[columns])
-    console.print(f"{len(runs)} runs under {root}")
+    console.print(f"{len(runs)} runs under {root}", markup=False)
 
 
 @runs_app.command("migrate")
@@ -642,23 +776,23 @@ def runs_query(
     csv: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
 ) -> None:
     """Run one SQL query over every run under --root (DuckDB), e.g. mean learning time per Δc."""
-    from conceptlab.store.index import StoreError, open_store
+    from conceptlab.store.index import MAX_ROWS, StoreError, open_store
 
     try:
         with open_store(root) as store:
             _warn(store.warnings)
-            result = store.query(sql)
+            result = store.query(sql, max_rows=MAX_ROWS)
     except StoreError as err:
         _fail(str(err))
     if csv:
-        console.print(result.to_csv(index=False), end="", highlight=False, soft_wrap=True)
+        console.print(result.to_csv(index=False), end="", highlight=False, soft_wrap=True, markup=False)
     else:
         _print_frame(result)
 
 
 def _print_frame(frame) -> None:
-    cells = [[_cell(v) for v in row] for row in frame.itertuples(index=False)]
-    headers = [str(c) for c in frame.columns]
+    cells = [[escape(_cell(v)) for v in row] for row in frame.itertuples(index=False)]
+    headers = [escape(str(c)) for c in frame.columns]
     table = Table(*headers, box=None)
     for row in cells:
         table.add_row(*row)

@@ -1,5 +1,5 @@
-"""The base of every typed config section (strict pydantic: unknown keys and ill-typed values are errors) and the
-stable hash of a config.
+"""The base of every typed config section (strict pydantic: unknown keys, ill-typed values, non-finite numbers and
+integers beyond 64 bits are errors) and the stable hash of a config.
 
 Each section lives beside the code that reads it (`data/`, `models/`, `train/`, `probes/`, `interventions/`, and
 the studies' evaluation sections); `experiments.config.RunConfig` composes them. This module imports nothing from
@@ -12,19 +12,43 @@ import hashlib
 import json
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, field_validator, model_serializer
+
+INT_LIMIT = 2**63 - 1  # the largest integer a config may hold: what torch, numpy and safetensors take as an int64
+
+
+def check_int_range(value):
+    """`value` unchanged, or ValueError when it is (or holds, in a list, tuple or dict) an integer past ±INT_LIMIT."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) > INT_LIMIT:
+        raise ValueError(f"integer out of range (at most 2^63 − 1 in size), got {len(str(abs(value)))} digits")
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            check_int_range(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            check_int_range(item)
+    return value
 
 
 class StrictConfig(BaseModel):
-    """Base of every config section: unknown keys are errors, assignments are validated.
+    """Base of every config section: unknown keys are errors, assignments are validated, every float field (also
+    inside lists, tuples and dicts) must be finite (`.inf` and `.nan` are refused at load, before they could reach
+    the weights) and every integer must fit in 64 bits.
 
     `added_fields` names fields added to a section after configs were first saved: at their default they are left
     out of the dump (`config.yaml`, and so of run ids and config hashes), so a new switch left at its default
     describes exactly the run it described before the switch existed.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     added_fields: ClassVar[tuple[str, ...]] = ()
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _ints_in_range(cls, value):
+        return check_int_range(value)
 
     @model_serializer(mode="wrap")
     def _omit_added_defaults(self, handler):

@@ -2,7 +2,7 @@
 only layers below it, and no module imports itself back through others (no cycles).
 
 Layers, lowest first (`README`'s config → data → model → train → evaluate → store → report, with the studies and
-the run driver on top): utilities (config base, import paths, atomic files) · hooks · data · models · train ·
+the run driver on top): utilities (config base, import paths, atomic files, user messages) · hooks · data · models · train ·
 probes, interventions, analysis · store · report · studies · experiments · the CLI and the package's front door.
 """
 
@@ -15,7 +15,7 @@ import conceptlab
 
 ROOT = Path(conceptlab.__file__).parent
 LAYERS = [
-    ("conceptlab.config_base", "conceptlab.plugins", "conceptlab.store.files"),
+    ("conceptlab.config_base", "conceptlab.plugins", "conceptlab.store.files", "conceptlab.messages"),
     ("conceptlab.hooks",),
     ("conceptlab.data",),
     ("conceptlab.models",),

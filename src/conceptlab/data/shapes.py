@@ -22,6 +22,7 @@ NOISE_STD = 0.001
 RADIUS_MEAN = 0.45
 RADIUS_FLOOR = 0.1
 BLUR_SIGMA = 1.0  # pixels
+RENDER_PEAK = 4  # rendering N images holds about 4× their float32 bytes at its peak (mask, blur, noise: 3.6×)
 PROMPT_WIDTH = {"color": 3, "size": 1, "background": 1, "shape": 2}  # natural width of each concept's value
 PAPER11_SLICES = {"shape": slice(0, 2), "color": slice(4, 7), "size": slice(7, 8), "background": slice(8, 11)}
 NEUTRAL = {"color": 0.5, "size": RADIUS_MEAN, "background": 0.5, "shape": 0.5}  # midway between a concept's values

@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import time
+import re
 import traceback
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -30,26 +31,26 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 import submitit
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 from rich.console import Console
 from rich.progress import Progress
 
+from conceptlab.config_base import StrictConfig
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, parse_override
 from conceptlab.experiments.progress import progress_bar
-from conceptlab.store.files import read_json, write_json
+from conceptlab.messages import one_line, shown
+from conceptlab.store.files import append_text, read_json, write_json
 from conceptlab.store.run_folder import RunFolder, RunLockedError
 from conceptlab.studies import study_for
 
 STATES = ("queued", "running", "done", "failed")
 BUSY = "busy"  # an outcome only: another live process holds the run folder's lock
+_SLURM_NAME = re.compile(r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+-]+)*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SlurmOptions(_Strict):
+class SlurmOptions(StrictConfig):
     """Options of the `slurm` executor (submitit job arrays)."""
 
     partition: str | None = None
@@ -64,6 +65,26 @@ class SlurmOptions(_Strict):
     qos: str | None = None
     setup: list[str] = Field(default_factory=list, description="shell lines run before each task")
 
+    @field_validator("partition", "account", "qos")
+    @classmethod
+    def _slurm_name(cls, value: str | None) -> str | None:
+        """A SLURM name (or a comma-separated list of them, for partitions): it goes into the job script's
+        `#SBATCH` lines, so anything but letters, digits and `_.+-` could add options or lines of its own."""
+        if value is not None and not _SLURM_NAME.match(value):
+            raise ValueError(f"must be letters, digits, '_', '.', '+' or '-' (comma-separated for several), "
+                             f"got {shown(value)}")
+        return value
+
+    @field_validator("setup")
+    @classmethod
+    def _one_line_each(cls, lines: list[str]) -> list[str]:
+        """Each setup entry is one shell line of the job script: a newline or other control character in it would
+        start lines (or `#SBATCH` options) of its own."""
+        for i, line in enumerate(lines):
+            if _CONTROL.search(line):
+                raise ValueError(f"setup[{i}] has a control character (one line each, no newline): {shown(line)}")
+        return lines
+
 
 def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "ExecutorOptions":
     """`options` with `key=value` settings (e.g. `partition=gpu`, `time_min=240`) applied to its slurm options;
@@ -72,17 +93,21 @@ def with_slurm_options(options: "ExecutorOptions", settings: list[str]) -> "Exec
     for text in settings:
         path, value = parse_override(text)
         if len(path) != 1 or path[0] not in SlurmOptions.model_fields:
-            raise ConfigError(f"unknown slurm option {'.'.join(path)!r}; allowed: {', '.join(SlurmOptions.model_fields)}")
+            allowed = ", ".join(SlurmOptions.model_fields)
+            raise ConfigError(f"unknown slurm option {shown('.'.join(path))}; allowed: {allowed}")
         values[path[0]] = value
     try:
         slurm = SlurmOptions.model_validate(values)
     except ValidationError as err:
         first = err.errors()[0]
-        raise ConfigError(f"bad slurm option {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        msg = first["msg"].removeprefix("Value error, ")
+        shows_value = "input" in first and first["type"] != "value_error" and not isinstance(first["input"], dict)
+        detail = f"{shown(first['input'])} ({msg})" if shows_value else msg
+        raise ConfigError(one_line(f"bad slurm option {'.'.join(map(str, first['loc']))}: {detail}")) from None
     return options.model_copy(update={"slurm": slurm})
 
 
-class ExecutorOptions(_Strict):
+class ExecutorOptions(StrictConfig):
     """Which executor runs the sweep and how."""
 
     kind: Literal["local", "slurm"] = "local"
@@ -125,11 +150,13 @@ class Executor(Protocol):
 
 
 def read_status(run_dir: Path) -> dict:
+    """The run folder's status.json, or {} when it is missing, not JSON or not a JSON object."""
     path = RunFolder(run_dir).status
     try:
-        return read_json(path) if path.is_file() else {}
-    except ValueError:
+        status = read_json(path) if path.is_file() else {}
+    except (ValueError, RecursionError, OSError):
         return {}
+    return status if isinstance(status, dict) else {}
 
 
 def write_status(run_dir: Path, state: str, **fields) -> None:
@@ -206,11 +233,11 @@ def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
         )
         try:
             cfg = load_config(str(folder.config))
-            with folder.run_log.open("a") as log:
+            with append_text(folder.run_log) as log:
                 console = Console(file=log, width=120, force_terminal=False)
                 run_experiment(cfg, run_dir, progress=False, console=console)
         except Exception as err:  # recorded, not raised: one failed run must not stop the sweep
-            with folder.run_log.open("a") as log:
+            with contextlib.suppress(OSError), append_text(folder.run_log) as log:
                 log.write(traceback.format_exc())
             write_status(run_dir, "failed", error=_last_line(err), finished=time.strftime("%Y-%m-%dT%H:%M:%S"))
             return RunOutcome(run_dir.name, "failed", _last_line(err))

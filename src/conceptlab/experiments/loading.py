@@ -1,9 +1,12 @@
 """Resolve a run configuration from a preset name or YAML file plus `key=value` overrides.
 
 Presets are YAML files shipped in `conceptlab/experiments/presets/`; a preset or
-user YAML may say `extends: OTHER_PRESET` to start from another one. Every
-failure raises `ConfigError` with one line naming the key, the bad value and
-what is allowed.
+user YAML may say `extends: OTHER_PRESET` (or `extends: other.yaml`, read relative to
+the file that says it) to start from another one. YAML is read defensively: a file is
+at most 1 MiB of UTF-8, a key named twice in one mapping is refused, and so is a
+document nested too deeply or whose aliases expand past `MAX_YAML_NODES` values.
+Every failure raises `ConfigError` with one bounded line naming the key, the bad
+value and what is allowed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from conceptlab.messages import one_line, shown
+
 if TYPE_CHECKING:
     from conceptlab.experiments.config import RunConfig
 
@@ -23,8 +28,31 @@ class ConfigError(ValueError):
     """A configuration problem, described in one line for the user."""
 
 
+class YAMLSyntaxError(ConfigError):
+    """A text that does not parse as YAML (an override value falls back to the plain string)."""
+
+
+MAX_YAML_BYTES = 1 << 20  # a config or sweep spec file is at most 1 MiB (the largest shipped one is a few KiB)
+MAX_YAML_NODES = 100_000  # values a document may expand to once its aliases are followed
+MAX_YAML_DEPTH = 64  # nesting of sections and lists
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML loader that keeps zero-led digit strings (class codes like 01, 011) as strings, not octal ints."""
+    """YAML loader that keeps zero-led digit strings (class codes like 01, 011) as strings, not octal ints, and
+    refuses a mapping that names a key twice (the later one would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {shown(key)}", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode):
@@ -37,8 +65,84 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode):
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
-def _yaml_load(text: str):
-    return yaml.load(text, Loader=_Loader)
+def _check_expansion(text: str, where: str) -> None:
+    """ConfigError unless the document nests at most MAX_YAML_DEPTH deep and expands, aliases followed, to at most
+    MAX_YAML_NODES values (a few hundred bytes of nested aliases can otherwise stand for gigabytes); an alias to a
+    node that contains it is refused too. One pass over the parser's events, before anything is built."""
+    sizes: dict[str, int] = {}  # expanded size of every finished anchored node
+    stack: list[list] = [[0, None]]  # per open collection: [expanded size so far, its anchor]
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            stack.append([1, event.anchor])
+            if len(stack) - 1 > MAX_YAML_DEPTH:
+                raise ConfigError(f"{where}: nested more than {MAX_YAML_DEPTH} levels deep "
+                                  f"(line {event.start_mark.line + 1})")
+            continue
+        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            size, anchor = stack.pop()
+        elif isinstance(event, yaml.ScalarEvent):
+            size, anchor = 1, event.anchor
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                open_anchors = {a for _, a in stack}
+                problem = "refers to a node that contains it" if event.anchor in open_anchors else "is not defined"
+                raise ConfigError(f"{where}: alias *{shown(event.anchor)} {problem} (line {event.start_mark.line + 1})")
+            size, anchor = sizes[event.anchor], None
+        else:
+            continue
+        if anchor is not None:
+            sizes[anchor] = size
+        stack[-1][0] += size
+        if stack[-1][0] > MAX_YAML_NODES:
+            raise ConfigError(f"{where}: expands to more than {MAX_YAML_NODES:,} values once its aliases are "
+                              f"followed (line {event.start_mark.line + 1}); write the values out instead")
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """What is wrong with a YAML text and where, in one line."""
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or getattr(err, "context", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
+def parse_yaml(text: str, where: str, limits: bool = True) -> Any:
+    """The value of a YAML text (`_Loader`: class codes kept, duplicate keys refused); ConfigError naming `where` when
+    it is not YAML, is over MAX_YAML_BYTES or expands past the limits (`_check_expansion`)."""
+    if limits and len(text) > MAX_YAML_BYTES:
+        raise ConfigError(f"{where}: {len(text):,} characters, over the {MAX_YAML_BYTES:,} a config file may have")
+    try:
+        if limits:
+            _check_expansion(text, where)
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as err:
+        raise YAMLSyntaxError(f"{where}: not valid YAML ({_yaml_problem(err)})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deeply") from None
+
+
+def read_text_file(path: Path, what: str) -> str:
+    """The UTF-8 text of the regular file `path` (at most MAX_YAML_BYTES); ConfigError naming `what` and the path when
+    it is missing, not a regular file, too large, unreadable or not UTF-8."""
+    path = Path(path)
+    name = f"{what} {shown(str(path))}"
+    try:
+        if not path.exists():
+            raise ConfigError(f"{name} does not exist")
+        if not path.is_file():
+            raise ConfigError(f"{name} is not a regular file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_YAML_BYTES + 1)
+    except OSError as err:
+        raise ConfigError(f"cannot read {name} ({err.strerror or type(err).__name__})") from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise ConfigError(f"{name} is over {MAX_YAML_BYTES:,} bytes, the most a config file may have")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{name} is not UTF-8 text (byte 0x{raw[err.start]:02x} at offset {err.start})") from None
 
 
 def preset_names() -> list[str]:
@@ -52,30 +156,32 @@ def preset_description(name: str) -> str:
 
 def _read_preset(name: str) -> dict[str, Any]:
     if name not in preset_names():
-        raise ConfigError(f"unknown preset {name!r}; available: {', '.join(preset_names())}")
+        raise ConfigError(f"unknown preset {shown(name)}; available: {', '.join(preset_names())}")
     text = (resources.files("conceptlab.experiments") / "presets" / f"{name}.yaml").read_text()
     return _parse_yaml(text, f"preset {name}")
 
 
 def _parse_yaml(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = _yaml_load(text) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{where}: not valid YAML ({str(err).splitlines()[0]})") from None
+    data = parse_yaml(text, where) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping of config keys, got {type(data).__name__}")
     return data
 
 
-def _load_source(source: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Raw dict for a preset name or YAML path, with `extends` chains merged."""
-    if source in seen:
-        raise ConfigError(f"preset cycle: {' -> '.join(seen + (source,))}")
-    path = Path(source)
-    if source.endswith((".yaml", ".yml")) or path.is_file():
-        if not path.is_file():
-            raise ConfigError(f"config file {source!r} does not exist")
-        data = _parse_yaml(path.read_text(), source)
+def _is_file_source(source: str, path: Path) -> bool:
+    return source.endswith((".yaml", ".yml")) or path.is_file()
+
+
+def _load_source(source: str, seen: tuple[str, ...] = (), folder: Path | None = None) -> dict[str, Any]:
+    """Raw dict for a preset name or YAML path, with `extends` chains merged. A YAML path is read relative to
+    `folder` (the folder of the file that `extends` it; None: the working directory); a preset extends presets."""
+    path = Path(source) if folder is None or Path(source).is_absolute() else folder / source
+    is_file = _is_file_source(source, path)
+    label = str(path.resolve()) if is_file else f"preset {source}"
+    if label in seen:
+        raise ConfigError(f"extends cycle: {' -> '.join(seen + (label,))}")
+    if is_file:
+        data = _parse_yaml(read_text_file(path, "config file"), f"config file {shown(str(path))}")
     else:
         data = _read_preset(source)
     data = dict(data)
@@ -83,7 +189,9 @@ def _load_source(source: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     parent = data.pop("extends", None)
     if parent is None:
         return data
-    return deep_merge(_load_source(str(parent), seen + (source,)), data)
+    if not isinstance(parent, str) or not parent.strip():
+        raise ConfigError(f"{shown(source)}: extends must be a preset name or a YAML path, got {shown(parent)}")
+    return deep_merge(_load_source(parent, seen + (label,), path.parent if is_file else None), data)
 
 
 def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -99,14 +207,14 @@ def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 def parse_override(text: str) -> tuple[list[str], Any]:
     """`a.b.c=value` → (['a','b','c'], parsed value); values are YAML scalars/lists."""
     if "=" not in text:
-        raise ConfigError(f"override {text!r} must look like key=value (e.g. train.steps=500)")
+        raise ConfigError(f"override {shown(text)} must look like key=value (e.g. train.steps=500)")
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key or any(not part for part in key.split(".")):
-        raise ConfigError(f"override {text!r} has an empty key")
+        raise ConfigError(f"override {shown(text)} has an empty key")
     try:
-        value = _yaml_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+        value = parse_yaml(raw, f"override {shown(key)}") if raw.strip() else None
+    except YAMLSyntaxError:
         value = raw
     return key.split("."), value
 
@@ -123,7 +231,7 @@ def set_key(data: dict[str, Any], key: str, value: Any) -> None:
             child = node[part] = {}
         elif not isinstance(child, dict):
             where = ".".join(path[: depth + 1])
-            raise ConfigError(f"cannot set {key}: {where} is a value, not a section")
+            raise ConfigError(one_line(f"cannot set {key}: {where} is a value, not a section"))
         else:
             child = node[part] = dict(child)
         node = child
@@ -144,10 +252,11 @@ def validate(data: dict[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_one_line(err, data)) from None
+        raise ConfigError(one_line(_first_error(err, data))) from None
 
 
-def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
+def _first_error(err: ValidationError, data: dict[str, Any]) -> str:
+    """The first validation error as `bad value for KEY: VALUE (why)` (the value shown short)."""
     first = err.errors()[0]
     loc = [str(p) for p in first["loc"]]
     key = ".".join(loc) if loc else "config"
@@ -157,7 +266,7 @@ def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
 
         section = section_model(loc[:-1], data)
         allowed = ", ".join(section.model_fields) if section is not None else "?"
-        return f"unknown config key {key!r}; allowed here: {allowed}"
+        return f"unknown config key {shown(key)}; allowed here: {allowed}"
     msg = first["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, "):]
@@ -166,7 +275,7 @@ def _one_line(err: ValidationError, data: dict[str, Any]) -> str:
     bad = first.get("input", "?")
     if isinstance(bad, dict):
         return f"config error at {key}: {msg}"
-    return f"bad value for {key}: {bad!r} ({msg})"
+    return f"bad value for {key}: {shown(bad)} ({msg})"
 
 
 def load_config(source: str, overrides: list[str] | None = None) -> RunConfig:

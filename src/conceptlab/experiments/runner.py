@@ -3,9 +3,10 @@
 Training and evaluation also log to TensorBoard under `<run>/tensorboard/` (`train.tensorboard`, on by default),
 and a finished run gets its self-contained `report.html` (`report.html.write_run_report`).
 
-`run_experiment(cfg, run_dir)` is the whole sequence, kept explicit here; what depends on the kind of data comes
-from the run's study (`studies.study_for(cfg.data.kind)`): its data-generating process, its pre-training check,
-its per-checkpoint measurements and its summary. The driver owns the one resumable loop over checkpoints
+`run_experiment(cfg, run_dir)` is the whole sequence, kept explicit here; `prepare_run(cfg)` is its first part, every
+check made before training (memory estimate, data, model, the study's check), which `--dry-run` runs alone. What
+depends on the kind of data comes from the run's study (`studies.study_for(cfg.data.kind)`): its data-generating
+process, its pre-training check, its per-checkpoint measurements and its summary. The driver owns the one resumable loop over checkpoints
 (`measure_checkpoints`): each checkpoint is loaded once, its config hash checked, and every measurement due there
 and not yet on disk runs and is written at once. The folder layout is `store.run_folder.RunFolder`'s.
 
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +30,17 @@ import torch
 from rich.console import Console
 
 from conceptlab.experiments.config import RunConfig
-from conceptlab.experiments.loading import config_to_yaml, load_config
+from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.experiments.provenance import analysis_versions, invocation
+from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
+from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.report.figures import plot_loss
 from conceptlab.report.save import save_figures
 from conceptlab.store.files import (
+    SymlinkRefused,
+    append_text,
     read_json,
     read_jsonl,
     read_tensors,
@@ -78,6 +85,46 @@ def new_run_dir(runs_dir: Path, name: str) -> Path:
         path.mkdir()
         return path
     raise RuntimeError(f"could not create a run folder under {runs_dir}")
+
+
+def check_runs_dir(runs_dir: Path, what: str = "runs_dir") -> None:
+    """ConfigError (one line naming `what` and the path) unless `runs_dir` is, or can be made, a writable folder:
+    neither it nor a parent may be a file, and the nearest existing folder must be writable."""
+    path = Path(runs_dir)
+    for part in (path, *path.parents):
+        if part.exists() or part.is_symlink():
+            if not part.is_dir():
+                where = "is" if part == path else f"is inside {shown(str(part))}, which is"
+                raise ConfigError(f"{what} {shown(str(path))} {where} not a folder")
+            if not os.access(part, os.W_OK | os.X_OK):
+                raise ConfigError(f"{what} {shown(str(path))}: cannot write in {shown(str(part))}")
+            return
+
+
+@dataclass
+class PreparedRun:
+    """What `prepare_run` built and checked: the data-generating process, the model, its memory estimate."""
+
+    dgp: Any
+    model: DiffusionModel
+    memory: MemoryEstimate
+
+
+def prepare_run(cfg: RunConfig) -> PreparedRun:
+    """Every check a run makes before training, in order, each before what it guards is allocated: the memory the
+    study's data and evaluation need (from the config alone), the data-generating process, the whole memory
+    estimate (the network sized on the meta device), the model (seeded as a run seeds it) and the study's own
+    check. ConfigError (one line) on the first failure; `--dry-run` runs exactly this."""
+    study = study_for(cfg.data.kind)
+    needs = study_memory(cfg)
+    check_memory(cfg, needs=needs)
+    dgp = study.build_data(cfg.data)
+    memory = check_memory(cfg, dgp, needs)
+    torch.manual_seed(cfg.train.train_seed)
+    device = resolve_device(cfg.train.device)
+    model = build_run_model(cfg, dgp).to(device)
+    study.check(cfg, dgp, model)
+    return PreparedRun(dgp, model, memory)
 
 
 def find_unfinished_run(runs_dir: Path, cfg: RunConfig) -> Path | None:
@@ -126,7 +173,7 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
         cfg_dropout=cfg.diffusion.cfg_dropout,
         config_hash=cfg.training_hash(),
     )
-    with progress_bar(console, progress) as bar, run.train_log.open("a") as log, board:
+    with progress_bar(console, progress) as bar, append_text(run.train_log) as log, board:
         if board:
             board.config(config_to_yaml(cfg))
         task = bar.add_task("train", total=cfg.train.steps, completed=state_step, info="")
@@ -292,35 +339,42 @@ def check_folder(cfg: RunConfig, run: RunFolder) -> list[dict[str, Any]]:
     return earlier
 
 
-def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console: Console | None = None) -> dict:
-    """Run (or resume) the whole pipeline in `run_dir`, holding the folder's lock; returns the summary dict."""
+def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console: Console | None = None,
+                   prepared: PreparedRun | None = None) -> dict:
+    """Run (or resume) the whole pipeline in `run_dir`, holding the folder's lock; returns the summary dict.
+    `prepared`: what `prepare_run(cfg)` returned, when the caller ran the checks already (else they run here, before
+    anything is written: a refused config leaves no folder)."""
     run = RunFolder(run_dir)
+    _same_config(cfg, run)
+    prepared = prepared or prepare_run(cfg)
     with run.lock():
-        return _run_locked(cfg, run, progress, console or Console())
+        return _run_locked(cfg, run, progress, console or Console(), prepared)
 
 
-def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console) -> dict:
+def _same_config(cfg: RunConfig, run: RunFolder) -> None:
     if run.config.is_file():
         saved = load_config(str(run.config))
         if saved.model_dump() != cfg.model_dump():
             raise ValueError(f"{run.root} holds a run with a different config; start a new run folder instead")
+
+
+def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console, prepared: PreparedRun) -> dict:
+    _same_config(cfg, run)  # again under the lock: another process may have written it meanwhile
     earlier = check_folder(cfg, run)
     began = time.perf_counter()
-    study = study_for(cfg.data.kind)
-    dgp = study.build_data(cfg.data)
-    data_summary = dgp.describe()
-    torch.manual_seed(cfg.train.train_seed)
+    prepared = prepared or prepare_run(cfg)
+    study, dgp, model = study_for(cfg.data.kind), prepared.dgp, prepared.model
     device = resolve_device(cfg.train.device)
-    model = build_run_model(cfg, dgp).to(device)
-    bf16 = resolve_bf16(cfg.train.bf16, device)
-    this = invocation(cfg, device, bf16)
+    run.root.mkdir(parents=True, exist_ok=True)
     if not run.config.is_file():
         write_text(run.config, config_to_yaml(cfg))
+    data_summary = dgp.describe()
+    bf16 = resolve_bf16(cfg.train.bf16, device)
+    this = invocation(cfg, device, bf16)
     write_json(run.provenance, {"format": FORMAT, "versions": this["versions"], "invocations": [*earlier, this]})
     write_json(run.data, data_summary)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
-    study.check(cfg, dgp, model)
     train_seconds = train_stage(cfg, run, dgp, model, console, progress)
     if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
         write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
@@ -389,6 +443,8 @@ def apply_retention(cfg: RunConfig, run: RunFolder) -> None:
 def record_timing(run: RunFolder, seconds: dict[str, float]) -> dict[str, Any]:
     """Append this invocation's seconds to the run's `timings.jsonl` (a resumed run keeps the seconds of the earlier
     invocations that finished); returns `invocations` and `seconds_all_invocations` (per part, summed)."""
+    if run.timings.is_symlink():  # it would read (and replace) whatever the link points at
+        raise SymlinkRefused(f"refusing to rewrite {run.timings}: it is a symbolic link")
     ledger, _ = read_jsonl(run.timings) if run.timings.is_file() else ([], None)  # a torn last line is dropped
     ledger.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds})
     write_text(run.timings, "".join(json.dumps(entry) + "\n" for entry in ledger))

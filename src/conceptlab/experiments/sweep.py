@@ -31,16 +31,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from conceptlab.config_base import config_hash
+from conceptlab.config_base import StrictConfig, config_hash
 from conceptlab.experiments.claims import ControlsSpec
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_state
@@ -48,23 +48,24 @@ from conceptlab.experiments.loading import (
     ConfigError,
     config_to_yaml,
     load_config,
+    parse_yaml,
+    read_text_file,
     set_key,
     validate,
 )
 from conceptlab.experiments.provenance import analysis_versions
+from conceptlab.experiments.resources import check_memory
+from conceptlab.messages import one_line, shown
 from conceptlab.store.files import read_json, write_json, write_text
 from conceptlab.store.run_folder import RunFolder
 
 MANIFEST = "manifest.json"
+_RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # one folder inside the sweep folder
 SPEC_COPY = "sweep.yaml"
 SEED_KEYS = {"data_seed": "data.data_seed", "train_seed": "train.train_seed"}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SweepSpec(_Strict):
+class SweepSpec(StrictConfig):
     """A parsed sweep spec (before expansion)."""
 
     name: str
@@ -121,11 +122,12 @@ def _spec_text(source: str) -> tuple[str, str, Path | None]:
     if path.is_dir() and (path / SPEC_COPY).is_file():
         path = path / SPEC_COPY
     if path.is_file():
-        return path.stem if path.name != SPEC_COPY else path.parent.name, path.read_text(), path.parent
-    if source.endswith((".yaml", ".yml")):
-        raise ConfigError(f"sweep spec file {source!r} does not exist")
+        name = path.stem if path.name != SPEC_COPY else path.parent.resolve().name
+        return name, read_text_file(path, "sweep spec"), path.parent
+    if source.endswith((".yaml", ".yml")) or path.exists():
+        read_text_file(path, "sweep spec")  # says why it cannot be read: missing, not a regular file, ...
     if source not in sweep_names():
-        raise ConfigError(f"unknown sweep {source!r}; available: {', '.join(sweep_names())} (or a YAML file)")
+        raise ConfigError(f"unknown sweep {shown(source)}; available: {', '.join(sweep_names())} (or a YAML file)")
     text = (resources.files("conceptlab.experiments") / "sweeps" / f"{source}.yaml").read_text()
     return source, text, None
 
@@ -143,17 +145,16 @@ def _as_overrides(value: Any, where: str) -> list[str]:
 def parse_spec(source: str) -> SweepSpec:
     """Read a sweep spec (shipped name, YAML file, or a sweep folder holding sweep.yaml)."""
     name, text, folder = _spec_text(source)
-    where = f"sweep {name}"
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{where}: not valid YAML ({str(err).splitlines()[0]})") from None
+    where = f"sweep {shown(name)}"
+    data = parse_yaml(text, where) or {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
+        raise ConfigError(f"{where}: expected a mapping of sweep keys (base, axes, ...), got {type(data).__name__}")
     data = dict(data)
     if "base" not in data:
         raise ConfigError(f"{where}: missing 'base' (a preset name or config YAML)")
-    base = str(data["base"])
+    if not isinstance(data["base"], str) or not data["base"].strip():
+        raise ConfigError(f"{where}: base must be a preset name or a config YAML path, got {shown(data['base'])}")
+    base = data["base"]
     if folder is not None and base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
         base = str(folder / base)
     axes = data.pop("axes", None) or {}
@@ -175,7 +176,8 @@ def parse_spec(source: str) -> SweepSpec:
     if isinstance(zipped, dict):
         zipped = [zipped]
     name = str(data.pop("name", None) or name)
-    where = f"sweep {name}"
+    where = f"sweep {shown(name)}"
+    check_sweep_name(name, where)
     fields = {
         "name": name,
         "description": str(data.pop("description", "") or ""),
@@ -200,7 +202,19 @@ def parse_spec(source: str) -> SweepSpec:
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{where}: bad value at {loc}: {first['msg']}") from None
+        shows_value = "input" in first and first["type"] != "value_error" and not isinstance(first["input"], dict)
+        msg = first["msg"].removeprefix("Value error, ")
+        detail = f"{shown(first['input'])} ({msg})" if shows_value else msg
+        raise ConfigError(one_line(f"{where}: bad value at {loc}: {detail}")) from None
+
+
+def check_sweep_name(name: str, where: str) -> None:
+    """ConfigError unless `name` can be a folder name under the runs folder (no path separator, no control
+    character, not `.` or `..`, at most 100 characters): the default sweep root is RUNS_DIR/NAME."""
+    if (not name or name in (".", "..") or len(name) > 100 or "/" in name or "\\" in name
+            or any(ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise ConfigError(f"{where}: name {shown(name)} must be a plain folder name (no '/', no control characters, "
+                          f"at most 100 characters)")
 
 
 def _axis_columns(spec: SweepSpec) -> list[tuple[list[str], list[tuple[Any, ...]]]]:
@@ -299,6 +313,22 @@ def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
     return validate(data)
 
 
+def check_sweep_memory(sweep: Sweep) -> None:
+    """ResourceError (one line, naming the run's axis values) when a run's data and evaluation alone would not fit
+    in the memory a run may use here (`resources.check_memory` before anything is built); each distinct data and
+    eval setting is checked once. Each run checks its whole estimate again when it starts."""
+    seen: set[str] = set()
+    for run in sweep.runs:
+        key = run.config.data.model_dump_json() + run.config.eval.model_dump_json()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_memory(run.config)
+        except ConfigError as err:
+            raise type(err)(f"sweep {shown(sweep.spec.name)}: run {shown(run.values)}: {err}") from None
+
+
 def write_manifest(sweep: Sweep) -> Path:
     """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new."""
     sweep.root.mkdir(parents=True, exist_ok=True)
@@ -323,10 +353,27 @@ def write_manifest(sweep: Sweep) -> Path:
 
 
 def read_manifest(root: Path) -> dict[str, Any]:
+    """The sweep folder's manifest; ConfigError naming the file when it is missing, not JSON or not a manifest (a
+    `runs` list of {run_id, values}, each run id one folder name inside the sweep folder)."""
     path = Path(root) / MANIFEST
     if not path.is_file():
-        raise ConfigError(f"{root} is not a sweep folder (no {MANIFEST})")
-    return read_json(path)
+        raise ConfigError(f"{shown(str(root))} is not a sweep folder (no {MANIFEST})")
+    where = shown(str(path))
+    try:
+        manifest = json.loads(read_text_file(path, "manifest"))
+    except (ValueError, RecursionError) as err:  # not JSON, or nested past the parser
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(one_line(f"{where} is not valid JSON ({type(err).__name__}: {err})")) from None
+    runs = manifest.get("runs") if isinstance(manifest, dict) else None
+    if not isinstance(runs, list):
+        raise ConfigError(f"{where} is not a sweep manifest (no 'runs' list)")
+    for i, entry in enumerate(runs):
+        run_id = entry.get("run_id") if isinstance(entry, dict) else None
+        if not (isinstance(run_id, str) and _RUN_ID.match(run_id)) or not isinstance(entry.get("values"), dict):
+            raise ConfigError(f"{where}: runs[{i}] must be {{run_id, values}} with a run id of letters, digits, "
+                              f"'-', '_' or '.', got {shown(entry)}")
+    return manifest
 
 
 def is_complete(run_dir: Path) -> bool:
@@ -344,6 +391,8 @@ def sweep_root_of(target: str) -> Path:
     path = Path(target)
     if path.is_dir() and (path / MANIFEST).is_file():
         return path
+    if path.is_dir() and not (path / SPEC_COPY).is_file():
+        raise ConfigError(f"{shown(target)} is not a sweep folder (no {MANIFEST}) nor a sweep spec")
     return expand(target).root
 
 

@@ -44,6 +44,24 @@ class DiffusionModel(nn.Module):
         return ancestral_sample(self.process, self.net, prompts, self.image_shape, steps, generator, offset, null_prompt)
 
 
+def build_network(model_cfg: ModelConfig, prompt_dim: int, channels: int = 3,
+                  null_value: float | None = None) -> ConceptUNet:
+    """The denoising UNet alone (with its prompt encoder), for prompts of `prompt_dim` and `channels` image channels;
+    built on any default device (the memory estimate builds it on `meta`, allocating nothing)."""
+    encoder = None
+    if model_cfg.prompt_encoding == "sinusoidal":
+        encoder = SinusoidalEncoding(
+            prompt_dim,
+            model_cfg.prompt_frequencies,
+            period=model_cfg.prompt_period,
+            min_wavelength=model_cfg.prompt_min_wavelength,
+            max_wavelength=model_cfg.prompt_max_wavelength,
+            include_raw=model_cfg.prompt_include_raw,
+            null_value=null_value,
+        )
+    return ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels, prompt_encoder=encoder)
+
+
 def build_model(
     model_cfg: ModelConfig,
     diffusion_cfg: DiffusionConfig,
@@ -58,17 +76,6 @@ def build_model(
     `attribute_sizes` (one-hot prompt blocks) lets a VE process drop attributes one by one; `null_value` is the
     prompt value of a dropped label (sinusoidal encodings map all-null rows to zero features).
     """
-    encoder = None
-    if model_cfg.prompt_encoding == "sinusoidal":
-        encoder = SinusoidalEncoding(
-            prompt_dim,
-            model_cfg.prompt_frequencies,
-            period=model_cfg.prompt_period,
-            min_wavelength=model_cfg.prompt_min_wavelength,
-            max_wavelength=model_cfg.prompt_max_wavelength,
-            include_raw=model_cfg.prompt_include_raw,
-            null_value=null_value,
-        )
-    net = ConceptUNet(model_cfg, prompt_dim=prompt_dim, image_channels=channels, prompt_encoder=encoder)
+    net = build_network(model_cfg, prompt_dim, channels, null_value)
     process = build_process(diffusion_cfg, attribute_sizes, 0.0 if null_value is None else null_value)
     return DiffusionModel(net, process, (channels, image_size, image_size), diffusion_cfg.guidance_convention)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ class ModelConfig(StrictConfig):
 
     added_fields = ("embedding_final_gelu", "norm_eps")
 
-    widths: list[int] = Field(default_factory=lambda: [64, 128, 256], min_length=1)
+    widths: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [64, 128, 256], min_length=1)
     blocks_per_level: int = Field(2, ge=1)
     mid_attention: bool = True
     attention_heads: int = Field(4, ge=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -16,12 +17,15 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from torch import Tensor
 
 from conceptlab.config_base import StrictConfig, config_hash
-from conceptlab.data.shapes import ATTRIBUTES, sample_scene, seeded_generator
+from conceptlab.data.shapes import ATTRIBUTES, RENDER_PEAK, sample_scene, seeded_generator
+from conceptlab.models.footprint import module_peak
 from conceptlab.probes.trunk import PooledConvClassifier
 from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
 
 PROBE_VERSION = 1  # bump whenever training data or architecture change, so cached probes are retrained
 SEPARATION_GRID = (0.2, 0.4, 0.6, 0.8)  # exact-mean test separations reported (those inside the probe's range)
+EVAL_IMAGES = 4000  # fresh valid (and as many invalid) renders the probe is evaluated on
+READ_BATCH = 512  # images per pass when reading generations
 
 
 class ProbeConfig(StrictConfig):
@@ -208,7 +212,7 @@ def train_probe(
 
 
 # -- reading and scoring --------------------------------------------------------------------------------------------
-def read_concepts(probe: ConceptProbe, images: Tensor, batch_size: int = 512) -> ConceptReading:
+def read_concepts(probe: ConceptProbe, images: Tensor, batch_size: int = READ_BATCH) -> ConceptReading:
     """Read validity and every concept from images [N, 3, S, S] in [0, 1] (results on the CPU)."""
     probe.eval()
     device = next(probe.parameters()).device
@@ -236,7 +240,7 @@ def accuracy(reading: ConceptReading, target_code: str, concepts: list[str]) -> 
     return {k: v.float().mean().item() for k, v in _correct(reading, labels, concepts).items()}
 
 
-def evaluate_probe(probe: ConceptProbe, cfg: ProbeConfig, image_size: int, n: int = 4000) -> dict:
+def evaluate_probe(probe: ConceptProbe, cfg: ProbeConfig, image_size: int, n: int = EVAL_IMAGES) -> dict:
     """Scores on images the probe never saw; invalid readings count as failures in every concept accuracy.
 
     `held_out_accuracy`: n fresh renders drawn like the training ones; `accuracy_by_separation`: the worst class
@@ -266,6 +270,31 @@ def evaluate_probe(probe: ConceptProbe, cfg: ProbeConfig, image_size: int, n: in
         "invalid_read_valid": invalid.float().mean().item(),
         "eval_seconds": round(time.perf_counter() - start, 2),
     }
+
+
+def probe_memory(cfg: ProbeConfig, concepts: list[str], image_size: int) -> int:
+    """Peak bytes of training and evaluating a probe: its largest set of renders (an epoch, or the evaluation's valid
+    and invalid images) with their render intermediates, plus its largest pass (a training step, or a reading
+    batch), measured on the meta device."""
+    image = 3 * image_size**2 * 4
+    epoch = cfg.images_per_class * 2 ** len(concepts) + cfg.invalid_images
+    renders = max(epoch, 2 * EVAL_IMAGES) * image * RENDER_PEAK
+    return renders + _probe_pass_peak(tuple(concepts), cfg.width, image_size, cfg.batch_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _probe_pass_peak(concepts: tuple[str, ...], width: int, image_size: int, batch_size: int) -> int:
+    """The larger of a probe's training step at `batch_size` and its reading pass, on the meta device (a sweep asks
+    for the same probe once per run)."""
+    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+        probe = ConceptProbe(list(concepts), width)
+
+    def images(n: int) -> Tensor:
+        return torch.empty(n, 3, image_size, image_size, device="meta")
+
+    training = module_peak(probe.train(), (images(batch_size),), backward=True)
+    reading = module_peak(probe.eval(), (images(READ_BATCH),), backward=False)
+    return max(training, reading)
 
 
 def probe_score(report: dict) -> float:

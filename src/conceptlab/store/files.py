@@ -1,6 +1,7 @@
 """Atomic file writes (temp file + rename) for JSON, safetensors and Parquet, so readers never see half a file;
-readers whose errors name the file (and a JSON-lines reader that survives a torn last line); content hashes; and an
-exclusive lock file, so concurrent processes sharing a cache build each entry once."""
+readers whose errors name the file (and a JSON-lines reader that survives a torn last line); content hashes; appends
+that refuse to follow a symlink; and an exclusive lock file, so concurrent processes sharing a cache build each entry
+once. Files are created with the permissions the process umask gives (0666 & ~umask), like any other program's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,26 @@ import torch
 from safetensors.torch import load_file, save_file
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _new_temp(path: Path) -> str:
+    """Create an empty hidden temp file beside `path` (exclusively, never through a symlink), mode 0666 & ~umask."""
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+    raise FileExistsError(f"could not create a temporary file beside {path}")  # pragma: no cover
+
+
 def _atomic(path: Path, write) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
+    tmp = _new_temp(path)
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -43,7 +59,7 @@ def exclusive_lock(path: Path) -> Iterator[None]:
     other open files in this one) asking for it wait. Released when the block exits, error or not."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
+    with append_text(path) as handle:
         if fcntl is not None:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
@@ -51,6 +67,23 @@ def exclusive_lock(path: Path) -> Iterator[None]:
         finally:
             if fcntl is not None:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+class SymlinkRefused(OSError):
+    """An append to a path that is a symbolic link (it would write wherever the link points)."""
+
+
+def append_text(path: Path):
+    """`path` opened for appending text (created if missing, mode 0666 & ~umask); SymlinkRefused when `path` is a
+    symbolic link, so a log in a run folder cannot be pointed at a file elsewhere."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o666)
+    except OSError as err:
+        if path.is_symlink():
+            raise SymlinkRefused(f"refusing to append to {path}: it is a symbolic link") from None
+        raise err
+    return os.fdopen(fd, "a")
 
 
 def write_text(path: Path, text: str) -> Path:

@@ -22,6 +22,13 @@ Writers never touch the index: each run writes its own files atomically (temp + 
 so any number of pool workers or SLURM tasks can write while stores are opened, and a
 store opened later sees every row exactly once. `refresh()` rescans; `save(path)`
 writes a standalone DuckDB file (atomically) for other tools.
+
+The store is read-only and confined to its root: once the views are built, the connection may
+read only the Parquet files they name (DuckDB's `allowed_paths` with `enable_external_access`
+off, no spilling to a temp folder, configuration locked), and `query` runs exactly one SELECT
+statement — no COPY, ATTACH, INSTALL, SET or CREATE, and no file function reaches a file outside
+the views. A run folder's own files are read with bounds (size; YAML without aliases), so a
+hostile folder under the root cannot make opening the store expensive.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +45,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 
+from conceptlab.messages import one_line, shown
 from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder
 
 TABLES = {
@@ -54,6 +62,8 @@ EVAL_TABLE = "eval_steps"
 _SKIP_DIRS = INNER_FOLDERS | {"__pycache__", "node_modules"}
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_FILE_BYTES = 16 << 20  # a run folder's config.yaml / summary.json / status.json read by the index
+MAX_ROWS = 1_000_000  # rows `runs query` returns (add a LIMIT for more)
 
 
 class StoreError(ValueError):
@@ -88,15 +98,29 @@ def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _read(path: Path, parse, warnings: list[str] | None = None) -> Any:
-    """The parsed file, None if absent; None and a warning naming the file if it does not parse."""
+    """`parse(text)` of a run folder's small file; None when it is missing, and None and a warning naming the file
+    when it is too large, not UTF-8 or malformed."""
     if not path.is_file():
         return None
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            if warnings is not None:
+                warnings.append(f"{path}: larger than {MAX_FILE_BYTES:,} bytes, left out")
+            return None
         return parse(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError, yaml.YAMLError) as err:
+    except (OSError, ValueError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:
         if warnings is not None:
-            warnings.append(f"{path}: unreadable, left out ({str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__})")
+            text = str(err).strip()
+            warnings.append(f"{path}: unreadable, left out ({text.splitlines()[0] if text else type(err).__name__})")
         return None
+
+
+def _yaml_without_aliases(text: str) -> Any:
+    """A YAML document that uses no alias (the configs conceptlab writes use none; followed aliases can expand a few
+    hundred bytes to gigabytes), else None."""
+    if "*" in text and any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_Loader)):
+        return None
+    return yaml.load(text, Loader=_Loader)
 
 
 def _readable_parquet(path: Path, warnings: list[str]) -> bool:
@@ -105,7 +129,8 @@ def _readable_parquet(path: Path, warnings: list[str]) -> bool:
         pq.read_table(path)
         return True
     except Exception as err:  # ArrowInvalid, OSError, …
-        warnings.append(f"{path}: not a readable Parquet file, left out ({str(err).strip().splitlines()[0]})")
+        text = str(err).strip()
+        warnings.append(f"{path}: not a readable Parquet file, left out ({text.splitlines()[0] if text else type(err).__name__})")
         return False
 
 
@@ -113,35 +138,66 @@ def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dic
     """The `runs` row of one run folder: id, status, flattened config, summary scalars (an unreadable file of the
     folder is left out, with a warning naming it)."""
     folder = RunFolder(run_dir)
-    config = _read(folder.config, lambda t: yaml.load(t, Loader=_Loader), warnings) or {}
-    if not isinstance(config, dict):
-        config = {}
+    config = _read(folder.config, _yaml_without_aliases, warnings)
     summary = _read(folder.summary, json.loads, warnings)
-    if summary is not None and not isinstance(summary, dict):
-        summary = None
-    status = _read(folder.status, json.loads, warnings) or {}
-    state = "done" if summary is not None else status.get("state", "incomplete")
+    status = _read(folder.status, json.loads, warnings)
+    config = config if isinstance(config, dict) else {}
+    summary = summary if isinstance(summary, dict) else None
+    status = status if isinstance(status, dict) else {}
+    state = "done" if summary is not None else _scalar(status.get("state", "incomplete"))
     if state == "done" and summary is None:
         state = "incomplete"
     row: dict[str, Any] = {
         "run_id": run_dir.relative_to(root).as_posix() if run_dir != root else run_dir.name,
         "status": state,
-        "error": status.get("error") if state != "done" else None,
+        "error": _scalar(status.get("error")) if state != "done" else None,
         "path": str(run_dir),
     }
-    row.update(flatten({k: v for k, v in config.items() if k not in ("runs_dir",)}))
+    try:
+        row.update(flatten({str(k): v for k, v in config.items() if k not in ("runs_dir",)}))
+    except RecursionError:  # a config nested past Python's stack: its columns are left out
+        pass
     if summary:
         for key in ("kind", "final_step", "checkpoints", "parameters", "device", "config_hash", "training_images"):
             if key in summary:
-                row[key] = summary[key]
-        for concept, value in (summary.get("concept_signal") or {}).items():
-            row[f"concept_signal_{concept}"] = value
-        for group in ("learning_time", "mean_accuracy"):
-            for key, value in (summary.get(group) or {}).items():
-                row[f"{group}_{key.replace('/', '_')}"] = value
-        for stage, value in (summary.get("seconds") or {}).items():
-            row[f"seconds_{stage}"] = value
+                row[key] = _scalar(summary[key])
+        for prefix, group in (("concept_signal", "concept_signal"), ("learning_time", "learning_time"),
+                              ("mean_accuracy", "mean_accuracy"), ("seconds", "seconds")):
+            values = summary.get(group)
+            for key, value in (values.items() if isinstance(values, dict) else ()):
+                row[f"{prefix}_{str(key).replace('/', '_')}"] = _scalar(value)
     return row
+
+
+def _scalar(value: Any) -> Any:
+    """A value for one cell: None, a bool, a number or a string (anything else as its JSON text)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError, RecursionError):
+        return str(value)[:200]
+
+
+def _uniform(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs table as DuckDB can hold it, whatever a run folder's files say: column names differing only in case
+    kept once, and every column holding values of more than one kind (text, number, bool) or integers past 64 bits
+    as text."""
+    seen: set[str] = set()
+    keep = []
+    for column in frame.columns:  # DuckDB's names are case-insensitive: the first spelling wins
+        if str(column).lower() not in seen:
+            seen.add(str(column).lower())
+            keep.append(column)
+    frame = frame[keep].copy()
+    for column in frame.columns:
+        if frame[column].dtype != object:
+            continue
+        values = frame[column].dropna()
+        kinds = {"bool" if isinstance(v, bool) else "number" if isinstance(v, (int, float)) else "text" for v in values}
+        if len(kinds) > 1 or any(isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 2**63 for v in values):
+            frame[column] = frame[column].map(lambda v: v if v is None or v != v else str(v))
+    return frame
 
 
 class RunStore:
@@ -149,102 +205,163 @@ class RunStore:
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        if not self.root.exists():
+            raise StoreError(f"results root {shown(str(self.root))} does not exist")
         if not self.root.is_dir():
-            raise StoreError(f"results root {self.root} does not exist")
-        self.con = duckdb.connect(":memory:")
+            raise StoreError(f"results root {shown(str(self.root))} is not a folder")
+        self.con: duckdb.DuckDBPyConnection | None = None
         self.refresh()
 
     def refresh(self) -> None:
-        """Rescan the root and rebuild the `runs` table and the Parquet views from the files."""
+        """Rescan the root and rebuild the `runs` table and the Parquet views from the files, in a new connection
+        that is then locked to them (a locked connection cannot be widened to read new files)."""
+        con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                                 "autoload_known_extensions": False})
+        try:
+            allowed = self._build(con)
+            _lock(con, allowed)
+        except BaseException:
+            con.close()
+            raise
+        if self.con is not None:
+            self.con.close()
+        self.con = con
+
+    def _build(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Fill `con` with the runs table and the views; returns every Parquet file the views read."""
         run_dirs = find_run_dirs(self.root)
         self.warnings: list[str] = []
         rows = [run_row(self.root, d, self.warnings) for d in run_dirs]
-        runs = pd.DataFrame(rows, columns=None if rows else ["run_id", "status", "error", "path"])
-        self.con.register("_runs_df", runs)
-        self.con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_df")
-        self.con.unregister("_runs_df")
+        runs = _uniform(pd.DataFrame(rows, columns=None if rows else ["run_id", "status", "error", "path"]))
+        con.register("_runs_df", runs)
+        con.execute("CREATE OR REPLACE TABLE runs AS SELECT * FROM _runs_df")
+        con.unregister("_runs_df")
         ids = {str(d): r["run_id"] for d, r in zip(run_dirs, rows)}
         self.tables = dict(TABLES)
         for d in run_dirs:  # run-level tables of other studies (e.g. plug-ins)
             for path in sorted(d.glob("*.parquet")):
                 if _TABLE_NAME.match(path.stem) and path.stem not in (*self.tables, EVAL_TABLE, "runs"):
                     self.tables[path.stem] = path.name
+        allowed: list[str] = []
         for view, name in self.tables.items():
             files = {str(d / name): ids[str(d)] for d in run_dirs
                      if (d / name).is_file() and _readable_parquet(d / name, self.warnings)}
-            self._view(view, files)
+            allowed += self._view(con, view, files)
         eval_files = {str(p): ids[str(d)] for d in run_dirs for _, p in RunFolder(d).step_files("eval")
                       if _readable_parquet(p, self.warnings)}
-        self._view(EVAL_TABLE, eval_files)
+        allowed += self._view(con, EVAL_TABLE, eval_files)
+        return allowed
 
-    def _view(self, view: str, files: dict[str, str]) -> None:
-        """`view` := union of the Parquet files, each row tagged with its run's id."""
+    def _view(self, con: duckdb.DuckDBPyConnection, view: str, files: dict[str, str]) -> list[str]:
+        """`view` := union of the Parquet files, each row tagged with its run's id; returns the files it reads."""
         table = f"_{view}_files"
         frame = pd.DataFrame({"filename": list(files), "run_id": list(files.values())}, dtype="string")
-        self.con.register("_files_df", frame)
-        self.con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _files_df")
-        self.con.unregister("_files_df")
+        con.register("_files_df", frame)
+        con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _files_df")
+        con.unregister("_files_df")
         if not files:
-            self.con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT NULL::VARCHAR AS run_id WHERE false")
-            return
+            con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT NULL::VARCHAR AS run_id WHERE false")
+            return []
         paths = "[" + ", ".join(_sql_str(p) for p in files) + "]"
         source = f"read_parquet({paths}, filename = true, union_by_name = true)"
-        columns = [r[0] for r in self.con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        try:
+            columns = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+        except duckdb.Error as err:
+            raise StoreError(f"cannot read the {view} tables under {shown(str(self.root))}: "
+                             f"{one_line(str(err).splitlines()[0])}") from None
         drop = [c for c in ("filename", "run", "run_id") if c in columns]
-        self.con.execute(
+        con.execute(
             f"CREATE OR REPLACE VIEW {view} AS SELECT f.run_id, t.* EXCLUDE ({', '.join(drop)}) "
             f"FROM {source} t JOIN {table} f USING (filename)"
         )
+        return [str(Path(p).resolve()) for p in files]
 
-    def query(self, sql: str) -> pd.DataFrame:
-        """Run SQL over `runs`, `concept_space`, `learning_times`, `eval_steps`; returns a DataFrame."""
+    def query(self, sql: str, max_rows: int | None = None) -> pd.DataFrame:
+        """Run one SELECT statement over `runs`, the views and `eval_steps`; returns a DataFrame. StoreError (one line)
+        when it is not exactly one SELECT, fails, or returns more than `max_rows` rows (None: no limit)."""
+        if not isinstance(sql, str) or not sql.strip():
+            raise StoreError("query is empty: give one SELECT statement, e.g. \"SELECT * FROM runs\"")
         try:
-            return self.con.execute(sql).df()
+            statements = self.con.extract_statements(sql)
         except duckdb.Error as err:
-            raise StoreError(f"query failed: {str(err).splitlines()[0]}") from None
+            raise StoreError(f"query failed: {one_line(str(err).splitlines()[0])}") from None
+        kinds = [s.type.name for s in statements]
+        if kinds != ["SELECT"]:
+            got = ", ".join(kinds) or "nothing"
+            raise StoreError(f"query must be one SELECT statement (the store is read-only), got {got}")
+        try:
+            result = self.con.execute(sql)
+            if max_rows is None:
+                return result.df()
+            chunks, rows = [], 0
+            while True:  # chunk by chunk, so a huge result is refused before it is all held
+                chunk = result.fetch_df_chunk(16)
+                if chunk.empty:
+                    chunks = chunks or [chunk]  # no rows: the empty frame keeps the columns
+                    break
+                chunks.append(chunk)
+                rows += len(chunk)
+                if rows > max_rows:
+                    raise StoreError(f"query returned more than {max_rows:,} rows; add a LIMIT (or aggregate)")
+            return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]
+        except StoreError:
+            raise
+        except Exception as err:  # DuckDB's errors, and a result pandas cannot hold: the query's failure, one line
+            lines = [line for line in str(err).splitlines() if line.strip()]
+            raise StoreError(f"query failed: {one_line(lines[0] if lines else type(err).__name__)}") from None
 
     def runs(self) -> pd.DataFrame:
         return self.query("SELECT * FROM runs ORDER BY run_id")
 
     def table(self, name: str) -> pd.DataFrame:
         if name not in (*self.tables, EVAL_TABLE, "runs"):
-            raise StoreError(f"unknown table {name!r}; tables: runs, {', '.join(self.tables)}, {EVAL_TABLE}")
+            raise StoreError(f"unknown table {shown(name)}; tables: runs, {', '.join(self.tables)}, {EVAL_TABLE}")
         return self.query(f"SELECT * FROM {name}")
 
     def save(self, path: Path) -> Path:
-        """Write the index as a standalone DuckDB file (runs table + views), atomically."""
+        """Write the index as a standalone DuckDB file (runs table + views), atomically. The tables are copied through
+        a second connection that writes only that file (the store's own connection reads its views and nothing else)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        os.close(fd)
-        os.unlink(tmp)
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}"
         try:
-            self.con.execute(f"ATTACH {_sql_str(tmp)} AS out")
-            for name in ("runs", *(f"_{v}_files" for v in (*self.tables, EVAL_TABLE))):
-                self.con.execute(f"CREATE TABLE out.{name} AS SELECT * FROM {name}")
-            for view in (*self.tables, EVAL_TABLE):
-                (sql,) = self.con.execute(
-                    "SELECT sql FROM duckdb_views() WHERE view_name = ? AND database_name = 'memory'", [view]
-                ).fetchone()
-                self.con.execute("USE out")
-                self.con.execute(sql)
-                self.con.execute("USE memory")
-            self.con.execute("DETACH out")
+            out = duckdb.connect(str(tmp))
+            try:
+                for name in ("runs", *(f"_{v}_files" for v in (*self.tables, EVAL_TABLE))):
+                    out.register("_copy", self.con.sql(f"SELECT * FROM {name}").to_arrow_table())
+                    out.execute(f"CREATE TABLE {name} AS SELECT * FROM _copy")
+                    out.unregister("_copy")
+                for view in (*self.tables, EVAL_TABLE):
+                    (sql,) = self.con.execute(
+                        "SELECT sql FROM duckdb_views() WHERE view_name = ? AND database_name = 'memory'", [view]
+                    ).fetchone()
+                    out.execute(sql)
+            finally:
+                out.close()
             os.replace(tmp, path)
         except BaseException:
-            self.con.execute("USE memory")
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
+            Path(f"{tmp}.wal").unlink(missing_ok=True)
             raise
         return path
 
     def close(self) -> None:
-        self.con.close()
+        if self.con is not None:
+            self.con.close()
 
     def __enter__(self) -> "RunStore":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _lock(con: duckdb.DuckDBPyConnection, allowed: list[str]) -> None:
+    """Confine `con` to reading the files in `allowed`: no other file, no extension, no temp folder, locked."""
+    con.execute(f"SET allowed_paths = [{', '.join(_sql_str(p) for p in allowed)}]")
+    con.execute("SET temp_directory = ''")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 def _sql_str(text: str) -> str:

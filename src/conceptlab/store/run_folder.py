@@ -170,9 +170,13 @@ class RunFolder:
         return self.summary.is_file()
 
     def read_summary(self) -> dict:
+        """The run's summary; FileNotFoundError when it has none, ValueError (naming the file) when it is not JSON."""
         if not self.summary.is_file():
             raise FileNotFoundError(f"{self.root} has no {SUMMARY} (run unfinished? resume it with conceptlab resume)")
-        return read_json(self.summary)
+        try:
+            return read_json(self.summary)
+        except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, or nested past the parser
+            raise ValueError(f"{self.summary} is not valid JSON ({type(err).__name__}: {str(err)[:200]})") from None
 
     # -- checkpoints ------------------------------------------------------------------------------------------------
     def list_checkpoints(self) -> list[tuple[int, Path]]:

@@ -63,7 +63,7 @@ from conceptlab.analysis.representation import check_hook
 from conceptlab.config_base import StrictConfig
 from conceptlab.data.labelled import unit_float
 from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS
-from conceptlab.data.shapes3d_world import Shapes3DDataConfig, Shapes3DWorld
+from conceptlab.data.shapes3d_world import CHUNK, Shapes3DDataConfig, Shapes3DWorld
 from conceptlab.models.forking import network_denoiser
 from conceptlab.models.unet import check_image_size
 from conceptlab.probes.attribute_classifier import (
@@ -75,6 +75,7 @@ from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import (
     Evaluation,
     Measurement,
+    MemoryNeeds,
     StepResult,
     StudyBase,
     Summary,
@@ -598,6 +599,21 @@ class AbstractionsStudy(StudyBase):
 
     def build_data(self, cfg: Shapes3DDataConfig) -> Shapes3DWorld:
         return Shapes3DWorld(cfg)
+
+    def memory_needs(self, cfg) -> MemoryNeeds:
+        """uint8 renders of every combination (cached, then repeated `copies` times for training) and the renders of
+        one chunk; the attribute classifier's float renders, and the largest batch of the measurements."""
+        d, a = cfg.data, cfg.eval.abstractions
+        pixels = 3 * d.image_size**2
+        combos = math.prod(len(d.attribute_levels(name)) for name in d.attributes)
+        data = combos * pixels * (1 + d.copies) + combos * d.copies * 64 + CHUNK * pixels * 4 * 4
+        classifier = a.classifier_images * pixels * 4 * 4
+        batches = max(a.batch_size, a.conditional_samples, a.roots * a.forks, a.probe_images, a.mi_samples)
+        return MemoryNeeds(
+            data=data, evaluation=classifier + batches * pixels * 4 * 4, eval_batch=a.batch_size,
+            data_keys="data.attributes, data.levels, data.copies, data.image_size",
+            eval_keys="eval.abstractions.classifier_images, eval.abstractions.batch_size",
+        )
 
     def check(self, cfg, dgp, model: nn.Module) -> None:
         """Fail before training on what would only break the evaluation: an unknown probe hook point."""

@@ -9,6 +9,8 @@ that sequence and the one resumable loop over checkpoints; a study fills in what
 - `complete_config(cfg)`: at config load, fill in its defaults and refuse what cannot work (raise ValueError);
 - `build_data(data_cfg)`: its data-generating process (a `DataProcess`);
 - `check(cfg, dgp, model)`: before training, fail fast on what would only break the evaluation (a hook name);
+- `memory_needs(cfg)` (optional): the memory its data and evaluation will take, from the config alone
+  (`MemoryNeeds`), so the run driver can refuse a run that cannot fit before allocating anything;
 - `headline(cfg, dgp)`: one line for the console;
 - `prepare_shared(cfg, progress)`: once per sweep, before parallel workers start (e.g. train the cached concept probe);
 - `evaluation(cfg, dgp, model, run, console, progress)`: an `Evaluation` — its per-checkpoint `Measurement`s,
@@ -49,6 +51,22 @@ class DataProcess(Protocol):
         ...
 
     def describe(self) -> dict: ...
+
+
+@dataclass
+class MemoryNeeds:
+    """What a study's data and evaluation will hold at their peaks, in bytes, estimated from the config alone.
+
+    `data`: building and holding the training set (renders and their intermediates); `evaluation`: what the
+    evaluation holds besides the network's own passes (ground truth, generated images, a probe trained on renders);
+    `eval_batch`: images in the largest single network pass of the evaluation (0: none known). `data_keys` and
+    `eval_keys` name the config keys that drive each, for the message that refuses a run."""
+
+    data: int = 0
+    evaluation: int = 0
+    eval_batch: int = 0
+    data_keys: str = ""
+    eval_keys: str = ""
 
 
 @dataclass
@@ -158,6 +176,11 @@ class StudyBase:
 
     def check(self, cfg, dgp, model) -> None:
         """Fail before training on what would only break the evaluation."""
+
+    def memory_needs(self, cfg) -> MemoryNeeds:
+        """The memory of this study's data and evaluation from the config (default: unknown, counted as nothing; the
+        run's estimate then covers the model and its training only)."""
+        return MemoryNeeds()
 
     def headline(self, cfg, dgp) -> str:
         described = dgp.describe()

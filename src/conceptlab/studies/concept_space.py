@@ -26,12 +26,20 @@ import torch
 from pydantic import Field
 
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
-from conceptlab.data.shapes import ShapesDataConfig, ShapesDGP
+from conceptlab.data.shapes import RENDER_PEAK, ShapesDataConfig, ShapesDGP
 from conceptlab.interventions.config import InterventionsConfig
-from conceptlab.probes.concept_classifier import ProbeConfig, load_or_train_probe
+from conceptlab.probes.concept_classifier import ProbeConfig, load_or_train_probe, probe_memory
 from conceptlab.store.files import read_tensors
 from conceptlab.store.run_folder import RunFolder
-from conceptlab.studies.base import Evaluation, Measurement, StepResult, StudyBase, Summary, read_step_tables
+from conceptlab.studies.base import (
+    Evaluation,
+    Measurement,
+    MemoryNeeds,
+    StepResult,
+    StudyBase,
+    Summary,
+    read_step_tables,
+)
 from conceptlab.studies.emergence import (
     check_sites,
     collect_interventions,
@@ -194,6 +202,31 @@ class ConceptSpaceStudy(StudyBase):
         held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"
         return f"{len(dgp.train_classes)} training classes, held out {held}"
 
+    def memory_needs(self, cfg) -> MemoryNeeds:
+        """Training renders (`RENDER_PEAK` × the images); the concept probe's training and evaluation renders and its
+        passes (measured on the meta device), counted whether or not it is cached already; the generations of a
+        checkpoint: every class's samples, and every intervention variant's images."""
+        d, e = cfg.data, cfg.eval
+        image = 3 * d.image_size**2 * 4
+        classes = 2 ** len(d.concepts)
+        data = len(d.resolved_train_classes()) * d.images_per_class * image * RENDER_PEAK
+        probe = probe_memory(e.probe, list(d.concepts), d.image_size)
+        guided = 2 if cfg.diffusion.guidance_scale or cfg.diffusion.cfg_dropout else 1
+        batch = e.samples_per_class * classes
+        generated = batch * image
+        iv = e.interventions
+        if iv is not None:
+            variants = _variant_count(iv)
+            targets = len(iv.targets or d.resolved_held_out_classes())
+            generated += variants * targets * iv.samples * image
+            batch = max(batch, max(iv.max_batch, iv.samples))
+        return MemoryNeeds(
+            data=data, evaluation=max(probe, 2 * generated), eval_batch=batch * guided,
+            data_keys="data.images_per_class, data.image_size",
+            eval_keys="eval.samples_per_class, eval.probe.images_per_class, data.image_size" + (
+                ", eval.interventions.samples, eval.interventions.max_batch" if iv is not None else ""),
+        )
+
     def prepare_shared(self, cfg, progress: bool = False) -> None:
         """Train (or find cached) the concept probe once, before sweep workers start and all load it."""
         load_or_train_probe(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size, progress=progress)
@@ -232,6 +265,21 @@ class ConceptSpaceStudy(StudyBase):
         if cfg.eval.interventions is not None:
             measurements.append(intervention_measurement(cfg, dgp, model, probe, run.list_checkpoints()))
         return Evaluation(measurements, lambda: summarize(cfg, run, dgp.describe(), probe_report), setup)
+
+
+def _variant_count(iv: InterventionsConfig) -> int:
+    """Variants an interventions section samples per target (each of `iv.samples` images), naive repeats included."""
+    counts = [1 if iv.naive else 0]
+    if iv.over_prompting is not None:
+        counts.append(len(iv.over_prompting.scales))
+    for section in (iv.linear, iv.embedding_shift):
+        if section is not None:
+            counts.append(len(section.alphas) * len(section.betas))
+    counts.append(1 if iv.patching is not None else 0)
+    counts.append(len(iv.cfg.scales) if iv.cfg is not None else 0)
+    counts.extend(4 for _ in iv.custom)  # a plug-in's variants are unknown before it runs: a few each
+    repeats = max(counts) - 1 if iv.matched_naive and iv.naive else 0
+    return sum(counts) + repeats
 
 
 STUDY = ConceptSpaceStudy()

@@ -66,6 +66,7 @@ from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import (
     Evaluation,
     Measurement,
+    MemoryNeeds,
     StepResult,
     StudyBase,
     Summary,
@@ -78,6 +79,7 @@ from conceptlab.train.precision import autocast, resolve_bf16
 SAMPLES_KEPT = 6  # generations kept per region and checkpoint for the sample figure
 EIGENVALUES = 15  # top PCA eigenvalues stored per checkpoint
 SAMPLES_FILE = "composition_samples.safetensors"
+RENDER_PEAK = 4  # rendering N bump images holds about 4× their bytes at its peak (measured 3.7×)
 
 
 class CompositionEvalConfig(StrictConfig):
@@ -483,6 +485,36 @@ class FactorizationStudy(StudyBase):
 
     def build_data(self, cfg: BumpsDataConfig) -> BumpWorld:
         return BumpWorld(cfg)
+
+    def memory_needs(self, cfg) -> MemoryNeeds:
+        """From the lattice size (drawn canvas / spacing, per axis): the training renders; at each checkpoint the
+        region bookkeeping (every 2D label compared with every known one), the generations and the geometry cloud
+        (one activation map per label at the hook: the bottleneck's size for a `mid.` hook, else the finest
+        level's); at the summary the chord tests on the cloud's grid (unit chords for every start and step)."""
+        d, comp, geo, m = cfg.data, cfg.eval.composition, cfg.eval.geometry, cfg.model
+        image = d.image_size**2 * 4
+        labels = math.prod(max(1, math.ceil(d.drawn_size / step)) for step in d.spacing)
+        data = labels * d.fraction * d.copies * image * RENDER_PEAK + labels * 64
+        regions = 3 * labels**2
+        generated = 3 * comp.labels_per_region * image * 2
+        cloud_labels = min(geo.labels, labels * geo.label_density**2)
+        side = d.image_size // m.pixel_unshuffle
+        if geo.hook.startswith("mid."):
+            channels, side = m.widths[-1], max(1, side >> (len(m.widths) - 1))
+        else:
+            channels = m.widths[0]
+        features = channels * side**2 if geo.pool == "flatten" else channels
+        cloud = cloud_labels * features * 8
+        grid_side = math.isqrt(cloud_labels)
+        steps = grid_side // 2 if d.periodic else max(1, grid_side - 1)
+        chords = 5 * grid_side**2 * steps * features * 8  # two chord stacks, their unit copies, one roll
+        homology = 8 * geo.homology_points**2 * 4
+        return MemoryNeeds(
+            data=int(data), evaluation=int(cloud + max(regions + generated + homology, chords)),
+            eval_batch=max(min(comp.max_batch, 3 * comp.labels_per_region) * 2, min(256, cloud_labels)),
+            data_keys="data.spacing, data.image_size, data.border, data.copies",
+            eval_keys="eval.geometry.labels, eval.geometry.label_density, eval.geometry.pool, data.spacing",
+        )
 
     def check(self, cfg, dgp: BumpWorld, model) -> None:
         """Fail before training on an unknown geometry hook, a refined label grid the `labels` cap would thin back

@@ -6,11 +6,15 @@ saves weights at the scheduled checkpoint steps and, at each of them, the full
 resumable state (model, EMA, optimizer, data-order and dropout RNG). Started
 again with the same paths it continues from the last saved state, and the
 result is bit-identical to an uninterrupted run on the same machine.
+
+A non-finite loss or gradient stops training with `TrainingDiverged` naming the step, before the optimizer
+applies it; weights are checked again before every checkpoint, so the checkpoints on disk are the finite ones.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +36,10 @@ from conceptlab.train.checkpoints import (
     save_training_state,
     unprefixed,
 )
+
+
+class TrainingDiverged(RuntimeError):
+    """Training met a non-finite loss, gradient or weight; the message names the step (one line)."""
 
 
 @dataclass
@@ -111,6 +119,7 @@ def iter_training(
         if device.type == "cuda":
             torch.cuda.set_rng_state(tensors["rng.cuda"], device)
         start = int(meta["step"])
+    last_saved = start or None
     model.train()
     n = data.images.shape[0]
     for step in range(start + 1, cfg.steps + 1):
@@ -133,14 +142,23 @@ def iter_training(
         floats = {k: float(v) for k, v in metrics.items()}
         if grad_norm is not None:
             floats["grad_norm"] = float(grad_norm)
-        record = TrainRecord(step, float(loss.detach()), floats, time.perf_counter() - began,
+        loss_value = float(loss.detach())
+        norm = floats["grad_norm"] if grad_norm is not None else _grad_norm(model)
+        if not math.isfinite(loss_value) or not math.isfinite(norm):  # stop before this step's checkpoint is saved
+            what = f"the loss is {loss_value}" if not math.isfinite(loss_value) else f"the gradient norm is {norm}"
+            raise TrainingDiverged(_diverged(step, what, last_saved))
+        record = TrainRecord(step, loss_value, floats, time.perf_counter() - began,
                              extra={"lr": optimizer.param_groups[0]["lr"]})
         if step in schedule:
+            bad = _first_non_finite(model) or (_first_non_finite(ema.model) if ema is not None else None)
+            if bad is not None:
+                raise TrainingDiverged(_diverged(step, f"weight {bad} is not finite", last_saved))
             sidecar = {"config_hash": config_hash, "metrics": floats, "has_ema": ema is not None}
             weights = prefixed("model.", model.state_dict())
             if ema is not None:
                 weights.update(prefixed("ema.", ema.model.state_dict()))
             record.checkpoint = save_checkpoint(checkpoint_dir, step, weights, sidecar)
+            last_saved = step
             opt_tensors, opt_meta = optimizer_tensors(optimizer)
             state = dict(weights)
             state.update(prefixed("optim.", opt_tensors))
@@ -151,6 +169,27 @@ def iter_training(
                 state["rng.cuda"] = torch.cuda.get_rng_state(device)
             save_training_state(state_path, state, {"step": step, "config_hash": config_hash, "optimizer": opt_meta})
         yield record
+
+
+def _grad_norm(model: nn.Module) -> float:
+    """The global L2 norm of the gradients (what clipping measures), for runs without clipping; read only."""
+    grads = [p.grad.detach() for p in model.parameters() if p.grad is not None]
+    if not grads:
+        return 0.0
+    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
+
+
+def _first_non_finite(model: nn.Module) -> str | None:
+    """The name of the first parameter holding a NaN or an infinity, else None."""
+    for name, p in model.named_parameters():
+        if not bool(torch.isfinite(p.detach()).all()):
+            return name
+    return None
+
+
+def _diverged(step: int, what: str, last_saved: int | None) -> str:
+    kept = f"the last checkpoint, step {last_saved}, is kept" if last_saved else "no checkpoint was saved"
+    return f"training diverged at step {step}: {what}; {kept} (lower train.lr, or set train.grad_clip)"
 
 
 def load_weights(model: nn.Module, checkpoint_tensors: dict[str, Tensor], use_ema: bool = True) -> nn.Module:

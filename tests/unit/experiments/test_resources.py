@@ -1,0 +1,67 @@
+"""The memory estimate of a run and the limit it is checked against: parts that follow the config, the hard cap
+from the environment, and refusals that name the keys driving the estimate."""
+
+import pytest
+
+from conceptlab.experiments.loading import ConfigError, load_config
+from conceptlab.experiments.resources import (
+    CAP_ENV,
+    ResourceError,
+    available_memory,
+    check_memory,
+    estimate_memory,
+    memory_cap,
+    study_memory,
+)
+from conceptlab.studies import study_for
+
+
+def _estimate(preset, overrides=()):
+    cfg = load_config(preset, list(overrides))
+    return estimate_memory(cfg, study_for(cfg.data.kind).build_data(cfg.data))
+
+
+def test_every_part_is_counted_and_follows_its_keys():
+    base = _estimate("micro")
+    assert set(base.parts) == {"runtime", "data", "model", "training", "evaluation"}
+    assert all(v > 0 for v in base.parts.values())
+    assert base.peak == base.parts["runtime"] + base.parts["data"] + base.parts["model"] + max(
+        base.parts["training"], base.parts["evaluation"])
+    more_data = _estimate("micro", ["data.images_per_class=640"])
+    assert more_data.parts["data"] == pytest.approx(10 * base.parts["data"], rel=1e-6)
+    bigger_batch = _estimate("micro", ["train.batch_size=256"])
+    assert 3 < bigger_batch.parts["training"] / base.parts["training"] < 5
+    wider = _estimate("micro", ["model.widths=[32,64]"])
+    assert 3 < wider.parts["model"] / base.parts["model"] < 5  # about 4× the parameters
+
+
+def test_the_study_part_is_known_before_the_data_is_built():
+    cfg = load_config("bumps-micro", ["data.spacing=[0.01,0.01]"])
+    needs = study_memory(cfg)
+    assert needs.data > 1e9 and "data.spacing" in needs.data_keys  # 10⁶ labels' renders, from the config alone
+    early = estimate_memory(cfg, needs=needs)
+    assert early.parts["model"] == early.parts["training"] == 0
+
+
+def test_the_cap_from_the_environment(monkeypatch):
+    monkeypatch.delenv(CAP_ENV, raising=False)
+    assert memory_cap() is None
+    monkeypatch.setenv(CAP_ENV, "2.5")
+    assert memory_cap() == int(2.5e9) and available_memory().bytes <= 2.5e9
+    assert CAP_ENV in available_memory().source
+    for bad in ("0", "-1", "nan", "inf", "lots"):
+        monkeypatch.setenv(CAP_ENV, bad)
+        with pytest.raises(ConfigError, match=CAP_ENV):
+            memory_cap()
+
+
+def test_a_run_over_the_cap_is_refused_naming_its_keys_and_values(monkeypatch):
+    monkeypatch.setenv(CAP_ENV, "1")
+    cfg = load_config("micro", ["data.images_per_class=100000"])
+    with pytest.raises(ResourceError) as err:
+        check_memory(cfg)
+    line = str(err.value)
+    assert "needs about" in line and "1.00 GB" in line and "data.images_per_class=100000" in line
+    assert "\n" not in line
+    monkeypatch.setenv(CAP_ENV, "100")
+    assert check_memory(load_config("micro")).peak < 2e9
