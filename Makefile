@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/conceptlab sweep hidden-emergence-tiny
-	$(VENV)/bin/conceptlab emergence-report runs/hidden-emergence-tiny
+	$(VENV)/bin/conceptlab sweep run hidden-emergence-tiny
+	$(VENV)/bin/conceptlab report runs/hidden-emergence-tiny
 
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load --maxschedchunk 1

@@ -1,5 +1,9 @@
-"""Command-line interface: `conceptlab run | resume | presets | show | sweep | sweep-status | sweep-report | runs |
-emergence-report`.
+"""Command-line interface, in noun groups: `conceptlab run | resume | report`, `conceptlab sweep run|status|ls`,
+`conceptlab runs ls|query|show|migrate`, `conceptlab preset ls|show`, `conceptlab percolation`, `--version`.
+
+Where a command takes a run folder, `latest` names the newest run folder under `./runs`. The old spellings
+(`presets`, `sweeps`, `show`, `sweep SPEC`, `sweep-status`, `sweep-report`, `emergence-report`, `controls-report`,
+`runs ls ROOT`) keep working for one release and print one deprecation line on stderr naming the new one.
 
 Bad input (unknown preset or key, ill-typed or non-finite value, impossible data split, a run that would not fit
 in memory, an unreadable file, a query outside the store) prints one line `error: ...` naming the key or argument
@@ -51,8 +55,24 @@ class _OneLineUsageErrors(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
 
-app = typer.Typer(cls=_OneLineUsageErrors, add_completion=False, no_args_is_help=True,
+app = typer.Typer(cls=_OneLineUsageErrors, no_args_is_help=True, rich_markup_mode="markdown",
                   help="conceptlab: how diffusion models learn concepts.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from conceptlab import __version__
+
+        console.print(f"conceptlab {__version__}", highlight=False, markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="print the version and exit"),
+) -> None:
+    """conceptlab: how diffusion models learn concepts."""
 
 
 MAX_THREADS = 1024  # torch starts a thread per unit: a larger count would only exhaust the system's threads
@@ -76,6 +96,28 @@ def _warn(warnings: list[str]) -> None:
     """Print each warning as one line on stderr (e.g. a damaged run the store left out)."""
     for line in warnings:
         err_console.print(f"[yellow]warning:[/] {escape(one_line(line))}", highlight=False, soft_wrap=True)
+
+
+def _deprecated(old: str, new: str) -> None:
+    """One line on stderr: an old spelling still works for this release; say the new one."""
+    err_console.print(f"[yellow]deprecated:[/] `conceptlab {escape(old)}` goes in the next release; use "
+                      f"`conceptlab {escape(new)}`", highlight=False, soft_wrap=True)
+
+
+LATEST = "latest"
+RUNS_ROOT = Path("runs")
+
+
+def _run_folder(target: Path) -> Path:
+    """`latest` (when no such folder exists here) is the newest run folder under ./runs, by its config's time."""
+    if str(target) != LATEST or target.exists():
+        return target
+    from conceptlab.store.index import find_run_dirs
+
+    found = find_run_dirs(RUNS_ROOT) if RUNS_ROOT.is_dir() else []
+    if not found:
+        _fail(f"no run folders under {RUNS_ROOT}/ (`latest` names the newest run folder there)")
+    return max(found, key=lambda d: ((d / "config.yaml").stat().st_mtime, d.name))
 
 
 def _set_threads(threads: Optional[int]) -> None:
@@ -127,7 +169,7 @@ def run(
 
 @app.command()
 def resume(
-    run_dir: Path = typer.Argument(..., help="a run folder to continue"),
+    run_dir: Path = typer.Argument(..., help="a run folder to continue (`latest`: the newest under ./runs)"),
     threads: Optional[int] = typer.Option(None, help="torch CPU threads"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
@@ -135,6 +177,7 @@ def resume(
     from conceptlab.experiments.runner import prepare_run
 
     _check_threads(threads)
+    run_dir = _run_folder(run_dir)
     config = run_dir / "config.yaml"
     if not config.is_file():
         _fail(f"{shown(str(run_dir))} is not a run folder (no config.yaml)")
@@ -164,22 +207,56 @@ def _execute(cfg, run_dir: Path, progress: bool, prepared=None) -> None:
     _print_summary(summary, run_dir)
 
 
-@app.command()
-def presets() -> None:
-    """List the built-in presets."""
+preset_app = typer.Typer(no_args_is_help=True, help="The built-in presets: list them, show one resolved.")
+app.add_typer(preset_app, name="preset")
+
+
+@preset_app.command("ls")
+def preset_ls() -> None:
+    """List the built-in presets with their descriptions."""
     table = Table("preset", "description", box=None)
     for name in preset_names():
         table.add_row(name, preset_description(name))
     console.print(table)
 
 
-@app.command()
-def show(
+@preset_app.command("show")
+def preset_show(
+    name: str = typer.Argument(..., help="a preset name (see `conceptlab preset ls`) or a YAML file"),
+    overrides: Optional[list[str]] = typer.Argument(None, help="key=value overrides, e.g. train.steps=500"),
+) -> None:
+    """Print a preset's description and its fully resolved config (every key, defaults included) as YAML."""
+    try:
+        cfg = load_config(name, list(overrides or []))
+    except (ConfigError, ValueError) as err:
+        _fail(str(err))
+    if name in preset_names():
+        console.print(f"# {preset_description(name)}", highlight=False, markup=False, soft_wrap=True)
+    console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
+
+
+@app.command(hidden=True)
+def presets() -> None:
+    """Deprecated: `conceptlab preset ls`."""
+    _deprecated("presets", "preset ls")
+    preset_ls()
+
+
+@app.command("show", hidden=True)
+def show_deprecated(
     run_dir: Path = typer.Argument(..., help="a run folder"),
     as_json: bool = typer.Option(False, "--json", help="print the raw summary.json"),
 ) -> None:
-    """Print a finished run's summary."""
+    """Deprecated: `conceptlab runs show`."""
+    _deprecated("show", "runs show")
+    show(run_dir, as_json)
+
+
+def show(run_dir: Path, as_json: bool = False) -> None:
+    """Print a finished run's summary (`runs show`)."""
     from conceptlab.experiments.runner import read_summary
+
+    run_dir = _run_folder(run_dir)
 
     try:
         summary = read_summary(run_dir)
@@ -270,10 +347,16 @@ def _print_emergence(emergence: dict) -> None:
             console.print(f"  largest turn: step {turn['step']:g} ({turn['angle']:.0f}°, {way})")
 
 
-@app.command("emergence-report")
-def emergence_report_cmd(
+@app.command("emergence-report", hidden=True)
+def emergence_report_deprecated(
     root: Path = typer.Argument(..., help="a sweep folder or runs folder holding finished hidden-emergence runs"),
 ) -> None:
+    """Deprecated: `conceptlab report`."""
+    _deprecated("emergence-report", "report")
+    emergence_report_cmd(root)
+
+
+def emergence_report_cmd(root: Path) -> None:
     """Hidden emergence across seeds: emergence steps, capability vs behavior, memorization vs turn, one figure."""
     from conceptlab.experiments.emergence_report import emergence_report
 
@@ -476,14 +559,29 @@ def _percolation_fits(sizes: list[float], thresholds: list[float], spacing: floa
 
 # ---------------------------------------------------------------- sweeps and the results store
 
-runs_app = typer.Typer(add_completion=False, no_args_is_help=True, help="Query the results of every run under a root.")
+runs_app = typer.Typer(no_args_is_help=True, help="The runs under a root: list, query (SQL), show one, migrate.")
 app.add_typer(runs_app, name="runs")
-_SWEEP_ALIASES = {"status", "report"}
 
 
-@app.command()
+class _SweepGroup(TyperGroup):
+    """`conceptlab sweep`: its subcommands, and for one release the old `conceptlab sweep SPEC` (no subcommand),
+    read as `sweep run SPEC` with a deprecation line."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            _deprecated(f"sweep {args[0]}", f"sweep run {args[0]}")
+            return "run", self.commands["run"], args
+        return super().resolve_command(ctx, args)
+
+
+sweep_app = typer.Typer(cls=_SweepGroup, no_args_is_help=True,
+                        help="Sweeps: run one (resumable), see its runs' states, list the shipped specs.")
+app.add_typer(sweep_app, name="sweep")
+
+
+@sweep_app.command("run")
 def sweep(
-    spec: str = typer.Argument(..., help="sweep spec: a shipped sweep name (see `conceptlab sweeps`), a YAML file or a sweep folder"),
+    spec: str = typer.Argument(..., help="sweep spec: a shipped sweep name (see `conceptlab sweep ls`), a YAML file or a sweep folder"),
     overrides: Optional[list[str]] = typer.Argument(None, help="key=value overrides applied to every run"),
     executor: Optional[str] = typer.Option(None, help="local | slurm (default: the spec's executor.kind)"),
     workers: Optional[int] = typer.Option(None, help="local: worker processes (default: spec, else CPU cores)"),
@@ -496,16 +594,8 @@ def sweep(
     ),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
-    """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest.
-
-    `conceptlab sweep status TARGET` and `conceptlab sweep report TARGET` are aliases of
-    `sweep-status` and `sweep-report`.
-    """
-    if spec in _SWEEP_ALIASES and overrides:
-        target = overrides[0]
-        if spec == "status":
-            return sweep_status_cmd(target)
-        return sweep_report_cmd(target, figure=None, axis="data.color_separation", split="train")
+    """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest; then write the
+    sweep's report.html (`conceptlab report SWEEP` adds the tables across its runs)."""
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
     from conceptlab.experiments.runner import check_runs_dir
     from conceptlab.experiments.sweep import check_sweep_memory, expand, run_sweep
@@ -551,9 +641,9 @@ def sweep(
         raise typer.Exit(code=1)
 
 
-@app.command()
-def sweeps() -> None:
-    """List the shipped sweep specs."""
+@sweep_app.command("ls")
+def sweep_ls() -> None:
+    """List the shipped sweep specs with their descriptions."""
     from conceptlab.experiments.sweep import parse_spec, sweep_names
 
     table = Table("sweep", "description", box=None)
@@ -562,7 +652,23 @@ def sweeps() -> None:
     console.print(table)
 
 
-@app.command("sweep-status")
+@app.command(hidden=True)
+def sweeps() -> None:
+    """Deprecated: `conceptlab sweep ls`."""
+    _deprecated("sweeps", "sweep ls")
+    sweep_ls()
+
+
+@app.command("sweep-status", hidden=True)
+def sweep_status_deprecated(
+    target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
+) -> None:
+    """Deprecated: `conceptlab sweep status`."""
+    _deprecated("sweep-status", "sweep status")
+    sweep_status_cmd(target)
+
+
+@sweep_app.command("status")
 def sweep_status_cmd(
     target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
 ) -> None:
@@ -584,13 +690,20 @@ def sweep_status_cmd(
     console.print(f"{root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), markup=False)
 
 
-@app.command("sweep-report")
-def sweep_report_cmd(
+@app.command("sweep-report", hidden=True)
+def sweep_report_deprecated(
     target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
     figure: Optional[Path] = typer.Option(None, help="where to save the figure (default: SWEEP/figures/concept_signal.png)"),
     axis: str = typer.Option("data.color_separation", help="the swept config key on the x axis"),
     split: str = typer.Option("train", help="learning times of this split: train or held_out"),
 ) -> None:
+    """Deprecated: `conceptlab report`."""
+    _deprecated("sweep-report", "report")
+    sweep_report_cmd(target, figure, axis, split)
+
+
+def sweep_report_cmd(target: str, figure: Optional[Path] = None, axis: str = "data.color_separation",
+                     split: str = "train") -> None:
     """What the sweep's runs measured, across the sweep: learning time per concept vs the swept key and vs concept
     signal (mean ± spread over seeds, with its figure); for hidden-emergence runs the cross-seed emergence report
     (emergence step per intervention, capability vs behavior); for bump-world runs the final generation accuracy
@@ -714,11 +827,16 @@ def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: 
 
 @runs_app.command("ls")
 def runs_ls(
-    root: Path = typer.Argument(Path("runs"), help="folder holding run folders (searched recursively)"),
+    old_root: Optional[Path] = typer.Argument(None, metavar="ROOT", help="deprecated: use --root", hidden=True),
+    root: Path = typer.Option(RUNS_ROOT, help="folder holding run folders (searched recursively)"),
     all_columns: bool = typer.Option(False, "--all", help="print every column of the runs table"),
 ) -> None:
-    """List every run under ROOT: id, status, the config keys that differ between runs, learning times."""
+    """List every run under --root: id, status, the config keys that differ between runs, learning times."""
     from conceptlab.store.index import StoreError, open_store
+
+    if old_root is not None:
+        _deprecated(f"runs ls {old_root}", f"runs ls --root {old_root}")
+        root = old_root
 
     try:
         with open_store(root) as store:
@@ -739,6 +857,15 @@ def runs_ls(
         columns = [c for c in columns if c in runs.columns]
     _print_frame(runs[columns])
     console.print(f"{len(runs)} runs under {root}", markup=False)
+
+
+@runs_app.command("show")
+def runs_show(
+    run_dir: Path = typer.Argument(..., help="a run folder (`latest`: the newest under ./runs)"),
+    as_json: bool = typer.Option(False, "--json", help="print the raw summary.json"),
+) -> None:
+    """Print a finished run's summary: its headline numbers, timings, disk use and figures."""
+    show(run_dir, as_json)
 
 
 @runs_app.command("migrate")
@@ -809,10 +936,16 @@ def _cell(value) -> str:
     return str(value)
 
 
-@app.command("controls-report")
-def controls_report_cmd(
+@app.command("controls-report", hidden=True)
+def controls_report_deprecated(
     root: Path = typer.Argument(..., help="a sweep folder whose spec declares a controls block"),
 ) -> None:
+    """Deprecated: `conceptlab report`."""
+    _deprecated("controls-report", "report")
+    controls_report_cmd(root)
+
+
+def controls_report_cmd(root: Path) -> None:
     """A finding beside its controls across report seeds: the table and each claim's verdict against its control."""
     from conceptlab.experiments.controls_report import CLAIMS, FIGURE, MARKDOWN, controls_report
 
@@ -827,14 +960,116 @@ def controls_report_cmd(
     if report["missing_runs"]:
         _warn([f"{len(report['missing_runs'])} runs of the manifest are not finished: "
                f"{', '.join(report['missing_runs'])}"])
-    table = Table("claim", "control", "criterion", "per seed", "verdict", box=None)
+    table = Table(box=None)
+    table.add_column("claim", overflow="fold", min_width=20)  # long claim names fold onto more lines, never cut
+    table.add_column("control", overflow="fold")
+    table.add_column("criterion", overflow="fold", max_width=12)
+    table.add_column("verdict", overflow="fold", max_width=16)
+    table.add_column("per seed", no_wrap=True, min_width=9)
     for c in report["claims"]:
         crit = "true" if c["direction"] == "holds" else f"{'>' if c['direction'] == 'greater' else '<'} by ≥ {c['margin']:g}"
-        seeds = " ".join(("✓" if s["passed"] else "✗") + (f"{s['difference']:+.3g}" if s["difference"] is not None
+        seeds = "\n".join(("✓" if s["passed"] else "✗") + (f"{s['difference']:+.3g}" if s["difference"] is not None
                                                           else "") for s in c["seeds"])
-        table.add_row(c["name"], c["control"] or "—", crit, seeds, f"{c['verdict']} ({c['passed']}/{c['of']})")
+        table.add_row(c["name"], c["control"] or "—", crit, f"{c['verdict']} ({c['passed']}/{c['of']})", seeds)
     console.print(table)
     console.print(f"tables: {root / MARKDOWN}, {root / CLAIMS}; figure: {root / FIGURE}", highlight=False)
+
+
+@app.command()
+def report(
+    target: str = typer.Argument(..., help="a run folder (`latest`: the newest under ./runs), a sweep folder, a "
+                                 "sweep spec or shipped sweep name, or a folder holding runs"),
+    figure: Optional[Path] = typer.Option(None, help="sweeps: where to save the learning-time figure (default: "
+                                          "SWEEP/figures/concept_signal.png; other figures are named beside it)"),
+    axis: Optional[str] = typer.Option(None, help="sweeps: the swept config key on the learning-time figure's x "
+                                       "axis (default data.color_separation; giving it asks for that table)"),
+    split: str = typer.Option("train", help="sweeps: learning times of this split: train or held_out"),
+) -> None:
+    """Report a run or a sweep: print its tables and write its self-contained report.html (no server, no network).
+
+    A run: its summary and report.html. A sweep or a folder of runs, by what its runs measured: learning time per
+    concept vs the swept key and concept signal; the hidden-emergence report across seeds; generation accuracy per
+    region and data efficiency for bump worlds; each claim's verdict against its controls where the spec declares a
+    controls block; then report.html with a table of its runs linking to their own reports."""
+    path = _run_folder(Path(target))
+    if path.is_dir() and (path / "config.yaml").is_file() and not (path / "manifest.json").is_file():
+        return _report_run(path)
+    from conceptlab.experiments.sweep import MANIFEST, sweep_root_of
+
+    if split not in ("train", "held_out"):
+        _fail(f"--split must be train or held_out, got {shown(split)}")
+    if path.is_dir() and not (path / MANIFEST).is_file() and not (path / "sweep.yaml").is_file():
+        root = path  # a folder of runs, not a sweep: the tables across them, no sweep page
+        if not any(True for _ in root.rglob("summary.json")):
+            _fail(f"{shown(target)} holds no finished run and is not a sweep folder")
+        sections = _report_sections(root, figure, axis, split)
+        if not sections:
+            _fail(f"{shown(target)}: no finished concept-space, hidden-emergence or bump-world runs to tabulate")
+        return
+    try:
+        root = sweep_root_of(target)
+    except (ConfigError, ValueError) as err:
+        _fail(str(err))
+    sections = _report_sections(root, figure, axis, split)
+    if _declares_controls(root):
+        console.print()
+        controls_report_cmd(root)
+        sections.append("controls")
+    from conceptlab.report.html import write_sweep_report
+
+    try:
+        page = write_sweep_report(root)
+    except (OSError, ValueError, KeyError) as err:
+        _fail(f"{root}: report.html not written ({type(err).__name__}: {err})", code=1)
+    if not sections:
+        console.print(f"{root}: no finished run to tabulate yet (`conceptlab sweep status {root}`)", markup=False)
+    console.print(f"report: {page}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _report_run(run_dir: Path) -> None:
+    from conceptlab.report.html import write_run_report
+
+    show(run_dir)
+    try:
+        page = write_run_report(run_dir)
+    except (OSError, ValueError, KeyError) as err:
+        _fail(f"{run_dir}: report.html not written ({type(err).__name__}: {err})", code=1)
+    console.print(f"report: {page}", highlight=False, markup=False, soft_wrap=True)
+
+
+def _report_sections(root: Path, figure: Optional[Path], axis: Optional[str], split: str) -> list[str]:
+    """The cross-run tables of `report` for the kinds of run under root; returns the sections printed. The
+    learning-time table is for concept-space sweeps (a hidden-emergence sweep gets its own report instead, unless
+    --axis asks for it)."""
+    from conceptlab.experiments.runner import check_runs_dir
+
+    if figure is not None:
+        try:
+            check_runs_dir(figure.parent, "--figure's folder")
+        except (ConfigError, ValueError) as err:
+            _fail(str(err))
+    sections = []
+    has_emergence = any(root.rglob("emergence.parquet"))
+    if any(root.rglob("learning_times.parquet")) and (axis is not None or not has_emergence):
+        _learning_time_report(root, figure, axis or "data.color_separation", split)
+        sections.append("learning times")
+    if has_emergence:
+        emergence_report_cmd(root)
+        sections.append("emergence")
+    if any(root.rglob("composition.parquet")):
+        _region_accuracy_report(root, figure)
+        _data_efficiency_report(root, figure)
+        sections.append("composition")
+    return sections
+
+
+def _declares_controls(root: Path) -> bool:
+    from conceptlab.experiments.sweep import parse_spec
+
+    try:
+        return parse_spec(str(root)).controls is not None
+    except (ConfigError, ValueError, OSError):
+        return False
 
 
 def main() -> None:

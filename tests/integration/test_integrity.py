@@ -136,7 +136,7 @@ def test_damage_then_every_reading_command_never_gives_silent_wrong_results(fini
     DAMAGE[damage](run, finished / "other")
     name = _named(damage)
     outcomes = {}
-    for command in (["show", str(run), "--json"], ["runs", "ls", str(tmp_path / "root")],
+    for command in (["runs", "show", str(run), "--json"], ["runs", "ls", "--root", str(tmp_path / "root")],
                     ["runs", "query", "select count(*) as n from concept_space", "--root", str(tmp_path / "root"),
                      "--csv"],
                     ["resume", str(run), "--no-progress", "--threads", "1"]):  # last: it may repair what it can
@@ -144,7 +144,7 @@ def test_damage_then_every_reading_command_never_gives_silent_wrong_results(fini
         label = command[0] if command[0] != "runs" else f"runs {command[1]}"
         assert exc is None or isinstance(exc, SystemExit), f"{damage} / {label}: traceback {exc!r}"
         assert "Traceback" not in text, (damage, label, text)
-        if code == 0 and label in ("show", "resume"):
+        if code == 0 and label in ("runs show", "resume"):
             summary = json.loads((run / "summary.json").read_text())
             assert _results(summary) == truth, f"{damage} / {label}: exit 0 with different results"
             outcomes[label] = "same results"
@@ -303,6 +303,6 @@ def test_runs_migrate_upgrades_a_folder_of_the_old_format(finished, tmp_path):
     assert json.loads((run / "provenance.json").read_text())["versions"] is None
     again = runner.invoke(app, ["runs", "migrate", str(tmp_path)])
     assert "already current" in again.output
-    assert runner.invoke(app, ["show", str(run)]).exit_code == 0
+    assert runner.invoke(app, ["runs", "show", str(run)]).exit_code == 0
     result = runner.invoke(app, ["resume", str(run), "--no-progress"])  # its code version is unknown: not continued
     assert result.exit_code == 2 and "unknown version" in result.output, result.output

@@ -19,7 +19,7 @@ def _probe_cache(tmp_path_factory, monkeypatch):
 
 
 def test_presets_lists_the_builtin_presets():
-    result = runner.invoke(app, ["presets"])
+    result = runner.invoke(app, ["preset", "ls"])
     assert result.exit_code == 0
     assert "concept-space-tiny" in result.output and "paper" in result.output
 
@@ -47,7 +47,7 @@ def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
     data = json.loads((run_dir / "data.json").read_text())
     assert data["held_out_classes"] == ["11"]
 
-    shown = runner.invoke(app, ["show", str(run_dir)])
+    shown = runner.invoke(app, ["runs", "show", str(run_dir)])
     assert shown.exit_code == 0 and "learning time" in shown.output
 
     again = runner.invoke(app, ["resume", str(run_dir), "--no-progress"])
@@ -68,7 +68,7 @@ def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
         (["run", "micro", "train.no_such_key=1"], "unknown config key 'train.no_such_key'"),
         (["run", "micro", "data.color_separation=-0.2"], "bad value for data.color_separation: -0.2"),
         (["run", "micro", "data.held_out_classes=[00,01,10,11]"], "removes every training class"),
-        (["show", "/nonexistent/run"], "no summary.json"),
+        (["runs", "show", "/nonexistent/run"], "no summary.json"),
         (["resume", "/nonexistent/run"], "not a run folder"),
     ],
 )

@@ -125,7 +125,7 @@ def _bad_summary(fuzzer, summary, raw):
         path.write_bytes(raw + b"\xff")
     else:
         path.write_text(summary)
-    fuzzer.refuse(["show", "run"], ["summary.json"])
+    fuzzer.refuse(["runs", "show", "run"], ["summary.json"])
 
 
 def test_show_refuses_a_malformed_summary_in_one_line(fuzzer):
@@ -151,7 +151,7 @@ def _bad_manifest(fuzzer, manifest):
     folder = fuzzer.root / "sweep"
     folder.mkdir(exist_ok=True)
     (folder / "manifest.json").write_text(manifest or "{")
-    fuzzer.refuse(["sweep-status", "sweep"], ["manifest.json"])
+    fuzzer.refuse(["sweep", "status", "sweep"], ["manifest.json"])
 
 
 def test_sweep_status_refuses_a_malformed_manifest_in_one_line(fuzzer):
@@ -213,29 +213,29 @@ def test_percolation_refuses_bad_numbers_naming_the_option(fuzzer):
 
 
 USAGE = st.one_of(
-    st.tuples(st.sampled_from([["run", "micro"], ["show", "x"], ["sweep", "s"], ["runs", "ls"], ["percolation"],
-                               ["runs", "query", "SELECT 1"], ["resume", "x"], ["sweep-status", "x"]]),
+    st.tuples(st.sampled_from([["run", "micro"], ["runs", "show", "x"], ["sweep", "run", "s"], ["runs", "ls"], ["percolation"],
+                               ["runs", "query", "SELECT 1"], ["resume", "x"], ["sweep", "status", "x"]]),
               st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=2, max_size=10).map(lambda t: f"--zz{t}"))
     .map(lambda c: (c[0] + [c[1]], c[1])),
     st.sampled_from([(["run", "micro", "--threads", "x"], "--threads"), (["run", "micro", "--threads", "1.5"], "--threads"),
                      (["run", "micro", "--threads", "0", "--dry-run"], "--threads"),
                      (["run", "micro", "--threads", "100000", "--dry-run"], "--threads"),
-                     (["sweep", "hidden-emergence-tiny", "--workers", "0"], "--workers"),
-                     (["sweep", "hidden-emergence-tiny", "--workers", "x"], "--workers"),
-                     (["sweep", "hidden-emergence-tiny", "--executor", "zzcloud", "--dry-run"], "zzcloud"),
-                     (["sweep-report", "x", "--split", "zz"], "--split"), (["run"], "source"), (["show"], "run_dir"),
+                     (["sweep", "run", "hidden-emergence-tiny", "--workers", "0"], "--workers"),
+                     (["sweep", "run", "hidden-emergence-tiny", "--workers", "x"], "--workers"),
+                     (["sweep", "run", "hidden-emergence-tiny", "--executor", "zzcloud", "--dry-run"], "zzcloud"),
+                     (["report", "x", "--split", "zz"], "--split"), (["run"], "source"), (["runs", "show"], "run_dir"),
                      (["runs", "query"], "sql"), (["zzcommand"], "zzcommand"), (["runs", "zzsub"], "zzsub"),
                      (["run", "micro", "--runs-dir", "afile", "--dry-run"], "--runs-dir"),
                      (["run", "micro", "--runs-dir", "afile/sub", "--dry-run"], "--runs-dir"),
                      (["run", "micro", "runs_dir=afile", "--dry-run"], "runs_dir"),
-                     (["runs", "ls", "afile"], "afile"), (["runs", "ls", "zz-missing"], "zz-missing"),
-                     (["runs", "query", "SELECT 1", "--root", "afile"], "afile"), (["show", "afile"], "afile"),
-                     (["resume", "afile"], "afile"), (["emergence-report", "afile"], "afile"),
-                     (["sweep-status", "zz-missing.yaml"], "zz-missing.yaml"), (["sweep-report", "afile"], "afile"),
+                     (["runs", "ls", "--root", "afile"], "afile"), (["runs", "ls", "--root", "zz-missing"], "zz-missing"),
+                     (["runs", "query", "SELECT 1", "--root", "afile"], "afile"), (["runs", "show", "afile"], "afile"),
+                     (["resume", "afile"], "afile"), (["report", "afile"], "afile"),
+                     (["sweep", "status", "zz-missing.yaml"], "zz-missing.yaml"), (["report", "afile"], "afile"),
                      (["run", "zz-no-such-preset"], "zz-no-such-preset"), (["run", "zz-missing.yaml"], "zz-missing.yaml"),
                      (["run", "micro", "train.steps"], "train.steps"), (["run", "micro", "=3"], "=3"),
                      (["run", "micro", "train..steps=3"], "train..steps"), (["run", "micro", "train.steps.x=3"], "train.steps"),
-                     (["sweep", "zz-no-such-sweep"], "zz-no-such-sweep"), (["sweep", "hidden-emergence-tiny", "--slurm", "zz=1"], "zz")]),
+                     (["sweep", "run", "zz-no-such-sweep"], "zz-no-such-sweep"), (["sweep", "run", "hidden-emergence-tiny", "--slurm", "zz=1"], "zz")]),
 )
 
 

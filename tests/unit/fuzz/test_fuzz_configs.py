@@ -223,7 +223,7 @@ def _bad_spec(fuzzer, case):
     spec = {**SPEC, **change}
     path = fuzzer.root / "spec.yaml"
     path.write_text(yaml.safe_dump(spec))
-    fuzzer.refuse(["sweep", path.name, "--dry-run"], [culprit, culprit.rsplit(".", 1)[-1]])
+    fuzzer.refuse(["sweep", "run", path.name, "--dry-run"], [culprit, culprit.rsplit(".", 1)[-1]])
     path.unlink()
 
 
@@ -244,7 +244,7 @@ SLURM_CASES = st.one_of(  # names go into #SBATCH lines: only SLURM name charact
 def _bad_slurm(fuzzer, case):
     text = f"{case[0]}={case[1]}"
     (fuzzer.root / "spec.yaml").write_text("base: micro\naxes: {grid: {train.lr: [0.001, 0.002]}}\n")
-    fuzzer.refuse(["sweep", "spec.yaml", "--slurm", text, "--dry-run"], [text.split("=", 1)[0]])
+    fuzzer.refuse(["sweep", "run", "spec.yaml", "--slurm", text, "--dry-run"], [text.split("=", 1)[0]])
 
 
 def test_a_bad_slurm_option_on_the_command_line_is_refused(fuzzer):

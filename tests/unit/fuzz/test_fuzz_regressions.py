@@ -51,7 +51,7 @@ def test_the_shipped_presets_and_sweeps_are_all_accepted(fuzzer):
     (["run", "bumps-micro", "eval.geometry.hook=zz.no_hook", "--dry-run"], "zz.no_hook"),  # the study's check
     (["percolation", "--fractions", "0"], "--fractions"),  # was a traceback from the figure's log scale
     (["runs", "query", ""], "query"),
-    (["sweep", "hidden-emergence-tiny", "--slurm", 'partition="gpu\\n#SBATCH --mem=999G"', "--dry-run"], "partition"),
+    (["sweep", "run", "hidden-emergence-tiny", "--slurm", 'partition="gpu\\n#SBATCH --mem=999G"', "--dry-run"], "partition"),
 ])
 def test_a_case_the_issue_names_is_refused(fuzzer, args, culprit):
     if "query" in args:
@@ -74,10 +74,10 @@ def test_a_non_utf8_yaml_is_refused_naming_the_byte(fuzzer):
 def test_show_and_sweep_status_refuse_malformed_files(fuzzer):
     (fuzzer.root / "run").mkdir()
     (fuzzer.root / "run" / "summary.json").write_text('{"name": "x", "learning_time": 3}')
-    fuzzer.refuse(["show", "run"], ["summary.json"])
+    fuzzer.refuse(["runs", "show", "run"], ["summary.json"])
     (fuzzer.root / "sweep").mkdir()
     (fuzzer.root / "sweep" / "manifest.json").write_text('{"runs": [{"run_id": "../../etc", "values": {}}]}')
-    fuzzer.refuse(["sweep-status", "sweep"], ["manifest.json"])
+    fuzzer.refuse(["sweep", "status", "sweep"], ["manifest.json"])
 
 
 def test_an_alias_bomb_of_a_few_hundred_bytes_costs_a_short_line_and_no_memory(fuzzer):
@@ -113,7 +113,7 @@ def test_a_sweep_spec_extends_its_base_relative_to_itself(fuzzer):
     sub.mkdir()
     (sub / "base.yaml").write_text("extends: micro\ntrain: {steps: 5}\n")
     (sub / "s.yaml").write_text("base: base.yaml\naxes: {grid: {train.lr: [0.001, 0.002]}}\n")
-    out = fuzzer.invoke(["sweep", "specs/s.yaml", "--dry-run"])
+    out = fuzzer.invoke(["sweep", "run", "specs/s.yaml", "--dry-run"])
     assert out.exit_code == 0, out.output
 
 
