@@ -30,7 +30,7 @@ executor:
   threads: 1
 YAML
 sweep="$ROOT/hidden-emergence-3-seeds"
-"$CL" sweep "$spec" --root "$sweep" --no-progress
+"$CL" sweep run "$spec" --root "$sweep" --no-progress
 "$PY" - "$sweep" <<'PY'
 import sys
 import matplotlib

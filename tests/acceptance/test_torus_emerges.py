@@ -12,6 +12,16 @@ train accuracy 0.47–0.95 there; effective dimension 4.1 (σ = 1.5 at step 200)
 7.2–10.4 at the last one. Later the second loop can fade below the cut (seed 3 at 800–1,000, σ = 1.5 at 1,000; in
 3,000-step runs it faded and came back), so the test asks for the torus during training, not at one fixed step. It fails if no torus forms, if one is there before training
 has shaped the representation, or if the effective dimension is ≤ 4 where the torus last stands and at the end.
+
+The same run's final checkpoint beside its controls (docs/controls.md: `factorize-torus-controls-tiny`, report seeds
+100–102, margins declared before those seeds ran): the trained code is more additive than the network at
+initialisation and than the noised images (by ≥ 0.2) and its chords closer to orthogonal than at initialisation
+(by ≥ 0.1); it is *not* more additive than a random layer on the label encoding (restated finding: the factorized
+form is the encoding's, kept by training), and the torus is already in the noised images (restated: the topology is
+in the data), while neither the untrained network nor the random encoding map is a torus. At seed 0, 600 steps, on
+the AMD EPYC: additive share trained 0.914, encoding_map 0.934, untrained 0.447, pixels 0.363. The control test
+fails if a control reaches the trained code's additivity, if the untrained network or the encoding map is a torus,
+or if the restated findings stop holding (the map falls 0.05 below the trained code, the pixels stop being a torus).
 """
 
 import pytest
@@ -23,15 +33,20 @@ from conceptlab.experiments.runner import run_experiment
 TORUS = [1, 2, 1]
 
 
-@pytest.mark.slow
-def test_the_label_representation_becomes_a_torus_during_training(tmp_path):
+@pytest.fixture(scope="module")
+def torus_run(tmp_path_factory):
     cfg = load_config("factorize-torus-tiny", [
         "train.steps=600",
         "train.checkpoint_schedule=list",
         "train.checkpoint_steps=[50,100,200,400,600]",
         "eval.composition.labels_per_region=32",
     ])
-    summary = run_experiment(cfg, tmp_path, progress=False, console=Console(quiet=True))
+    return run_experiment(cfg, tmp_path_factory.mktemp("torus"), progress=False, console=Console(quiet=True))
+
+
+@pytest.mark.slow
+def test_the_label_representation_becomes_a_torus_during_training(torus_run):
+    summary = torus_run
     betti = {int(step): b for step, b in summary["betti_by_step"].items()}
     ed = {int(step): v for step, v in summary["effective_dimension"]["by_step"].items()}
     report = (betti, ed, summary["accuracy_by_step"])
@@ -41,3 +56,19 @@ def test_the_label_representation_becomes_a_torus_during_training(tmp_path):
     assert tori, report  # a torus forms during training
     assert ed[max(tori)] > 4 and ed[600] > 4, report  # and it is not a 3D one
     assert summary["betti"] == betti[600], report  # the run's final topology is the last checkpoint's row
+
+
+@pytest.mark.slow
+def test_the_factorized_code_beside_its_controls(torus_run):
+    c = torus_run["controls"]
+    trained, untrained, pixels, mapped = c["trained"], c["untrained"], c["pixels"], c["encoding_map"]
+    report = {k: {m: v.get(m) for m in ("additive_share", "orthogonality", "torus")} for k, v in c.items()}
+    # the declared claims that held on every report seed: training makes the code additive and its chords orthogonal
+    assert trained["additive_share"] >= untrained["additive_share"] + 0.2, report
+    assert trained["additive_share"] >= pixels["additive_share"] + 0.2, report
+    assert trained["orthogonality"] <= untrained["orthogonality"] - 0.1, report
+    # the restated findings: as additive as a random layer on the encoding (not more), the torus is in the data
+    assert trained["additive_share"] - mapped["additive_share"] < 0.05, report
+    assert pixels["torus"] == 1, report
+    # the controls that must not show a torus
+    assert untrained["torus"] == 0 and mapped["torus"] == 0 and c["encoding"]["torus"] == 0, report
