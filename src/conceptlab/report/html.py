@@ -323,6 +323,24 @@ def _run_state(folder: Path) -> str:
     return str(status.get("state", "pending"))
 
 
+CLAIMS_FILE = "controls_claims.json"  # written by the controls report (`conceptlab report SWEEP`)
+
+
+def claims_html(path: Path) -> str:
+    """The verdict of each claim against its binding control (a sweep's controls report), or "" when there is none."""
+    if not path.is_file():
+        return ""
+    found = read_json(path)
+    rows = [{"claim": c["name"], "statement": c.get("statement", ""), "control": c.get("control") or "—",
+             "direction": c["direction"], "margin": c.get("margin"), "passed": f"{c['passed']}/{c['of']}",
+             "verdict": c["verdict"], "holds instead": c.get("restated") or ""}
+            for c in found.get("claims", [])]
+    seeds = ", ".join(str(s) for s in found.get("seeds", []))
+    note = (f"<p>Report seeds {html.escape(seeds)}; settings chosen on "
+            f"{html.escape(', '.join(str(s) for s in found.get('settings_seeds') or []) or 'undeclared seeds')}.</p>")
+    return note + table_html(pd.DataFrame(rows), "claims") if rows else ""
+
+
 def sweep_report_html(sweep_root: Path) -> str:
     """The report of a sweep folder (its manifest.json written), as one HTML page."""
     root = Path(sweep_root)
@@ -356,6 +374,7 @@ def sweep_report_html(sweep_root: Path) -> str:
     spec = root / "sweep.yaml"
     sections = [
         ("about", "Sweep", _key_values(flatten(about), "about")),
+        ("claims", "Claims against controls", claims_html(root / CLAIMS_FILE)),
         ("runs", "Runs", runs),
         ("figures", "Figures", figures),
         ("tables", "Tables", tables),

@@ -1,5 +1,6 @@
 """The report's building blocks: headline fields, escaped sortable tables, sample frames by checkpoint."""
 
+import json
 import base64
 
 import pandas as pd
@@ -47,3 +48,21 @@ def test_sample_frames_one_png_per_checkpoint_with_parts_as_rows():
     assert image.size == ((2 * 9 + 1) * scale, (2 * 9 + 1) * scale)  # 2 columns, 2 rows (one per part)
     floats, _ = sample_frames({"step_0000001": torch.rand(4, 3, 16, 16)})
     assert len(floats) == 1
+
+
+def test_claims_section_lists_each_verdict_and_is_empty_without_a_controls_report(tmp_path):
+    from conceptlab.report.html import claims_html
+
+    assert claims_html(tmp_path / "controls_claims.json") == ""
+    claims = {"seeds": [100, 101, 102], "settings_seeds": [0, 1], "claims": [
+        {"name": "additive-beyond-map", "statement": "more additive than <a random map>", "control": "encoding_map",
+         "direction": "greater", "margin": 0.05, "passed": 0, "of": 3, "verdict": "not reproduced",
+         "restated": "as additive as the map"},
+        {"name": "departs", "statement": "departs", "control": None, "direction": "holds", "margin": None,
+         "passed": 3, "of": 3, "verdict": "reproduced", "restated": None}]}
+    (tmp_path / "controls_claims.json").write_text(json.dumps(claims))
+    page = claims_html(tmp_path / "controls_claims.json")
+    assert "Report seeds 100, 101, 102; settings chosen on 0, 1." in page
+    assert page.count("<tr>") == 3  # header + two claims
+    assert "not reproduced" in page and "0/3" in page and "3/3" in page and "as additive as the map" in page
+    assert "&lt;a random map&gt;" in page  # statements are escaped
