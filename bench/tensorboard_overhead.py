@@ -3,7 +3,8 @@
 
     python bench/tensorboard_overhead.py [--repeats 2] [--steps 150] [--preset concept-space-tiny]
 
-Prints one line per run and the ratios (on / off) of the medians; numbers are this machine's, today.
+Prints one line per run, then per part min/median/max seconds with TensorBoard on and off and the on/off ratio of
+each back-to-back pair (min/median/max); numbers are this machine's, today.
 """
 
 from __future__ import annotations
@@ -44,9 +45,12 @@ def main() -> None:
                 print(f"tensorboard {'on ' if on else 'off'} repeat {k}: train {s['train']:.2f} s, "
                       f"evaluation {s['concept_space']:.2f} s, total {s['total']:.2f} s", flush=True)
     for part in ("train", "concept_space", "total"):
-        on = statistics.median(x[part] for x in seconds[True])
-        off = statistics.median(x[part] for x in seconds[False])
-        print(f"{part}: on {on:.2f} s / off {off:.2f} s = {on / off:.3f}")
+        on = [x[part] for x in seconds[True]]
+        off = [x[part] for x in seconds[False]]
+        pairs = sorted(a / b for a, b in zip(on, off))  # each repeat's on / off, run back to back
+        print(f"{part}: on min/median/max {min(on):.2f}/{statistics.median(on):.2f}/{max(on):.2f} s, off "
+              f"{min(off):.2f}/{statistics.median(off):.2f}/{max(off):.2f} s; on/off per pair min/median/max "
+              f"{pairs[0]:.3f}/{statistics.median(pairs):.3f}/{pairs[-1]:.3f}")
 
 
 if __name__ == "__main__":
