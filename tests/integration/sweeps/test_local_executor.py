@@ -45,7 +45,7 @@ def test_killed_worker_fails_only_its_runs_and_a_rerun_completes_without_duplica
 def test_a_complete_sweep_reruns_nothing_and_status_shows_done(local_sweep, micro_spec):
     sweep = local_sweep["sweep"]
     summaries = {r.run_id: (sweep.root / r.run_id / "summary.json").stat().st_mtime_ns for r in sweep.runs}
-    result = CliRunner().invoke(app, ["sweep", str(micro_spec), "--root", str(sweep.root), "--no-progress"])
+    result = CliRunner().invoke(app, ["sweep", "run", str(micro_spec), "--root", str(sweep.root), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "2 runs: 2 already complete, 0 done now, 0 failed" in result.output
     assert {r.run_id: (sweep.root / r.run_id / "summary.json").stat().st_mtime_ns for r in sweep.runs} == summaries
@@ -64,7 +64,7 @@ def test_bump_world_sweep_runs_on_the_local_pool(tmp_path):
         "executor": {"kind": "local", "workers": 2, "threads": 1},
     }))
     root = tmp_path / "sweep"
-    result = CliRunner().invoke(app, ["sweep", str(spec), "--root", str(root), "--no-progress"])
+    result = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(root), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "2 done now, 0 failed" in result.output
     report = CliRunner().invoke(app, ["sweep-report", str(root)], terminal_width=200)

@@ -61,6 +61,6 @@ def test_slurm_job_array_with_a_requeued_task_matches_the_local_executor(micro_s
             theirs = pd.read_parquet(local_root / run.run_id / table)
             pd.testing.assert_frame_equal(ours, theirs)
     # Rerunning the same command through SLURM submits nothing: every run is complete.
-    result = CliRunner().invoke(app, ["sweep", str(micro_spec), "--root", str(sweep.root), "--executor", "slurm",
+    result = CliRunner().invoke(app, ["sweep", "run", str(micro_spec), "--root", str(sweep.root), "--executor", "slurm",
                                       "--no-progress"])
     assert result.exit_code == 0 and "2 runs: 2 already complete, 0 done now, 0 failed" in result.output

@@ -130,16 +130,16 @@ def test_bad_specs_fail_with_one_line_naming_the_problem(tmp_path, changes, mess
     source = write_spec(tmp_path / "bad.yaml", **changes)
     with pytest.raises(ConfigError, match=re.escape(message)):
         expand(source)
-    result = runner.invoke(app, ["sweep", source, "--dry-run"])
+    result = runner.invoke(app, ["sweep", "run", source, "--dry-run"])
     assert result.exit_code == 2, result.output
     assert message in result.output and len(result.output.strip().splitlines()) == 1
 
 
 def test_override_of_a_swept_key_and_unknown_sweep_are_errors(tmp_path):
     source = write_spec(tmp_path / "s.yaml")
-    result = runner.invoke(app, ["sweep", source, "data.color_separation=0.5"])
+    result = runner.invoke(app, ["sweep", "run", source, "data.color_separation=0.5"])
     assert result.exit_code == 2 and "which the sweep varies" in result.output
-    result = runner.invoke(app, ["sweep", "no-such-sweep"])
+    result = runner.invoke(app, ["sweep", "run", "no-such-sweep"])
     assert result.exit_code == 2 and "unknown sweep 'no-such-sweep'" in result.output
 
 
@@ -147,7 +147,7 @@ def test_slurm_executor_without_slurm_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no sinfo / sbatch here
     with pytest.raises(ExecutorError, match="SLURM is not reachable"):
         make_executor("slurm", tmp_path)
-    result = runner.invoke(app, ["sweep", write_spec(tmp_path / "s.yaml"), "--executor", "slurm", "--root",
+    result = runner.invoke(app, ["sweep", "run", write_spec(tmp_path / "s.yaml"), "--executor", "slurm", "--root",
                                  str(tmp_path / "out")])
     assert result.exit_code == 2
     assert "slurm executor: SLURM is not reachable (`sbatch` not found on PATH)" in result.output
@@ -184,5 +184,5 @@ def test_slurm_options_from_the_command_line_override_the_spec(tmp_path):
         with_slurm_options(plan.spec.executor, ["gpu=1"])
     with pytest.raises(ConfigError, match="bad slurm option time_min"):
         with_slurm_options(plan.spec.executor, ["time_min=0"])
-    result = runner.invoke(app, ["sweep", write_spec(tmp_path / "t.yaml"), "--slurm", "mem=4", "--dry-run"])
+    result = runner.invoke(app, ["sweep", "run", write_spec(tmp_path / "t.yaml"), "--slurm", "mem=4", "--dry-run"])
     assert result.exit_code == 2 and "unknown slurm option 'mem'" in result.output
