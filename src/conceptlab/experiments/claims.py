@@ -15,7 +15,7 @@ A sweep spec may carry a `controls` block (declared before its report seeds are 
           margin: 0.05                           # fixed before the report seeds were run
           restated: "..."                        # what the finding says instead when it does not reproduce
 
-`conceptlab controls-report SWEEP` reads the finished runs, tabulates every source × measure over the seeds and
+`conceptlab report SWEEP` reads the finished runs, tabulates every source × measure over the seeds and
 evaluates each claim (`analysis.control_claims`). A `holds` claim reads a truth value of the trained model at
 `path` with `source: trained` (or at its own `value` path) and has no control.
 """
