@@ -8,9 +8,9 @@ A file that does not read (a corrupt Parquet table, a torn summary) is left out 
 (`RunStore.warnings`), so one damaged run never breaks a query over the others.
 
 - `runs`: one row per run folder — `run_id` (the folder's path relative to the root),
-  `status`, the config flattened into columns (`data.color_separation` →
-  `data_color_separation`, `train.train_seed` → `train_train_seed`, ...), and the summary's
-  scalars (`concept_signal_color`, `learning_time_train_color`, `final_step`, ...).
+  `status`, one column per config key spelled exactly as in the config (`data.color_separation`,
+  `train.train_seed`, ...: quote them in SQL, `SELECT "data.color_separation" FROM runs`), and the
+  summary's scalars (`concept_signal_color`, `learning_time_train_color`, `final_step`, ...).
 - views over the per-run Parquet tables, each the union of every run's file with a
   `run_id` column first: the built-in studies' `concept_space`, `learning_times`,
   `interventions`, `emergence`, `composition`, `geometry`, `abstractions`, `commitment`
@@ -84,10 +84,11 @@ def find_run_dirs(root: Path) -> list[Path]:
 
 
 def flatten(obj: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dict → one level with `_`-joined keys; lists become JSON text."""
+    """Nested dict → one level with `.`-joined keys, the config's own spelling (`{"data": {"data_seed": 0}}` →
+    `data.data_seed`); lists become JSON text."""
     out: dict[str, Any] = {}
     for key, value in obj.items():
-        name = f"{prefix}_{key}" if prefix else str(key)
+        name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, dict):
             out.update(flatten(value, name))
         elif isinstance(value, (list, tuple)):
