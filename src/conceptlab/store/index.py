@@ -64,6 +64,8 @@ _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_FILE_BYTES = 16 << 20  # a run folder's config.yaml / summary.json / status.json read by the index
 MAX_ROWS = 1_000_000  # rows `runs query` returns (add a LIMIT for more)
+_MISSING_COLUMN = re.compile(r'(?:Referenced column|does not have a column named) "([^"]+)"')
+_MISSING_TABLE = re.compile(r'Referenced table "([^"]+)" not found')
 
 
 class StoreError(ValueError):
@@ -308,8 +310,37 @@ class RunStore:
         except StoreError:
             raise
         except Exception as err:  # DuckDB's errors, and a result pandas cannot hold: the query's failure, one line
+            hint = self._spelling_hint(str(err), sql) if isinstance(err, duckdb.BinderException) else None
+            if hint:
+                raise StoreError(hint) from None
             lines = [line for line in str(err).splitlines() if line.strip()]
             raise StoreError(f"query failed: {one_line(lines[0] if lines else type(err).__name__)}") from None
+
+    def _spelling_hint(self, message: str, sql: str) -> str | None:
+        """For DuckDB's "no such column / table" binder error about a config key spelled the old way
+        (`data_color_separation`) or left unquoted (`data.color_separation` reads as table `data`), the one-line
+        message naming the quoted column; else None."""
+        try:
+            columns = [r[0] for r in self.con.execute("DESCRIBE runs").fetchall()]
+        except duckdb.Error:
+            return None
+        dotted = {c.lower(): c for c in columns if "." in c}
+        missing = _MISSING_COLUMN.search(message)
+        if missing:
+            name = missing.group(1)
+            same = [c for low, c in dotted.items() if low.replace(".", "_") == name.lower()]
+            if same:
+                return (f"no column {one_line(name)}: config keys are spelled as in the config, quote them: "
+                        f'"{same[0]}"')
+        section = _MISSING_TABLE.search(message) or missing
+        if section:
+            prefix = section.group(1).lower()
+            for match in re.finditer(rf'(?<![\w"]){re.escape(prefix)}((?:\.\w+)+)', sql, flags=re.IGNORECASE):
+                key = dotted.get(prefix + match.group(1).lower())
+                if key:
+                    return (f"no table or column {one_line(section.group(1))}: {one_line(match.group(0))} is one config "
+                            f'key, quote it: "{key}"')
+        return None
 
     def runs(self) -> pd.DataFrame:
         return self.query("SELECT * FROM runs ORDER BY run_id")
