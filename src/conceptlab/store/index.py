@@ -332,7 +332,7 @@ class RunStore:
             same = [c for low, c in dotted.items() if low.replace(".", "_") == name.lower()]
             if same:
                 return (f"no column {one_line(name)}: config keys are spelled as in the config, quote them: "
-                        f'"{same[0]}"')
+                        f'"{one_line(same[0])}"')
         section = _MISSING_TABLE.search(message) or missing
         if section:
             prefix = section.group(1).lower()
@@ -340,7 +340,7 @@ class RunStore:
                 key = dotted.get(prefix + match.group(1).lower())
                 if key:
                     return (f"no table or column {one_line(section.group(1))}: {one_line(match.group(0))} is one config "
-                            f'key, quote it: "{key}"')
+                            f'key, quote it: "{one_line(key)}"')
         return None
 
     def runs(self) -> pd.DataFrame:
