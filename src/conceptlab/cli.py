@@ -747,7 +747,7 @@ def _data_efficiency_report(root: Path, figure: Optional[Path], target: float = 
         with open_store(root) as store:
             _warn(store.warnings)
             runs = store.runs()
-            if "data_fraction" not in runs.columns or runs["data_fraction"].nunique() < 2:
+            if "data.fraction" not in runs.columns or runs["data.fraction"].nunique() < 2:
                 return  # not a data-efficiency sweep
             table = data_efficiency_runs(runs, store.table("composition"))
     except (StoreError, ValueError) as err:
@@ -791,7 +791,7 @@ def _region_accuracy_report(root: Path, figure: Optional[Path]) -> None:
         _fail(str(err))
     summary = region_accuracy_by_axis(final)
     axes = [c for c in summary.columns if c not in ("region", "runs") and not c.endswith(("_mean", "_std"))]
-    table = Table(*[a.replace("_", ".", 1) for a in axes], "region", "x", "y", "joint", "runs", box=None)
+    table = Table(*axes, "region", "x", "y", "joint", "runs", box=None)
     for r in summary.to_dict("records"):
         cells = [f"{r[m + '_mean']:.2f}" + ("" if pd.isna(r[m + "_std"]) else f" ± {r[m + '_std']:.2f}")
                  for m in ("x", "y", "joint")]
@@ -850,7 +850,7 @@ def runs_ls(
     if all_columns:
         columns = list(runs.columns)
     else:
-        config = [c for c in runs.columns if c.split("_")[0] in ("data", "model", "diffusion", "train", "eval")]
+        config = [c for c in runs.columns if c.split(".")[0] in ("data", "model", "diffusion", "train", "eval") and "." in c]
         varying = [c for c in config if runs[c].astype(str).nunique() > 1]
         times = [c for c in runs.columns if c.startswith("learning_time_")]
         columns = ["run_id", "status", "name", *varying[:8], *times]

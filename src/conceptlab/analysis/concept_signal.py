@@ -1,8 +1,8 @@
 """Concept signal orders learning, across a sweep: learning time per concept vs the swept key and vs concept signal.
 
 Pure functions on tables (no I/O). Inputs are the results store's `runs` table (one row
-per run: flattened config columns such as `data_color_separation`, `data_data_seed`,
-`train_train_seed`, and `concept_signal_<concept>` from the run's summary) and its
+per run: one column per config key, spelled as in the config — `data.color_separation`,
+`data.data_seed`, `train.train_seed` — and `concept_signal_<concept>` from the run's summary) and its
 `learning_times` view (run_id, split, concept, learning_time; NaN = not learned).
 
 - `learning_time_table`: one row per run × concept — the swept value, the seeds, the
@@ -20,29 +20,28 @@ import numpy as np
 import pandas as pd
 
 
-def _column(key: str) -> str:
-    return key.replace(".", "_")
+SEEDS = {"data.data_seed": "data_seed", "train.train_seed": "train_seed"}  # runs column → this table's column
 
 
 def learning_time_table(runs: pd.DataFrame, learning_times: pd.DataFrame, axis: str = "data.color_separation",
                         split: str = "train") -> pd.DataFrame:
     """Long table: run_id, axis_value, data_seed, train_seed, concept, concept_signal, learning_time."""
-    column = _column(axis)
+    column = axis
     if column not in runs.columns:
-        raise ValueError(f"the runs have no column {column!r} (config key {axis}); is it a config key of these runs?")
+        raise ValueError(f"the runs have no config key {axis!r}; is it a config key of these runs?")
     if learning_times.empty or "split" not in learning_times.columns:
         raise ValueError("no learning times yet: no run of this sweep has finished")
     if split not in set(learning_times["split"]):
         raise ValueError(f"no learning times for split {split!r}; splits: {sorted(set(learning_times['split']))}")
     times = learning_times[learning_times["split"] == split][["run_id", "concept", "learning_time"]]
-    keep = ["run_id", column] + [c for c in ("data_data_seed", "train_train_seed") if c in runs.columns]
+    keep = ["run_id", column] + [c for c in SEEDS if c in runs.columns and c != column]
     signals = [c for c in runs.columns if c.startswith("concept_signal_")]
     merged = times.merge(runs[keep + signals], on="run_id", how="inner")
     merged["concept_signal"] = [
         row[f"concept_signal_{row['concept']}"] if f"concept_signal_{row['concept']}" in merged.columns else np.nan
         for _, row in merged.iterrows()
     ]
-    merged = merged.rename(columns={column: "axis_value", "data_data_seed": "data_seed", "train_train_seed": "train_seed"})
+    merged = merged.rename(columns={column: "axis_value", **SEEDS})
     cols = ["run_id", "axis_value", "data_seed", "train_seed", "concept", "concept_signal", "learning_time"]
     out = merged[[c for c in cols if c in merged.columns]].copy()
     out["axis"] = axis

@@ -124,7 +124,7 @@ def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions:
     joint accuracy over the 2D labels of `regions` — trained on and dropped by subsampling — weighted by region size)
     and train_accuracy (the same on the "train" region alone; NaN if the run has none).
     """
-    needed = {"run_id", "data_image", "data_image_size", "training_images"}
+    needed = {"run_id", "data.image", "data.image_size", "training_images"}
     missing = needed - set(runs.columns)
     if missing:
         raise ValueError(f"runs table lacks {sorted(missing)}: not a finished bump-world sweep")
@@ -140,13 +140,13 @@ def data_efficiency_runs(runs: pd.DataFrame, composition: pd.DataFrame, regions:
     trained = final[final["region"] == "train"].groupby("run_id")[["weighted", "weight"]].sum()
     accuracy = accuracy.merge((trained["weighted"] / trained["weight"]).rename("train_accuracy").reset_index(),
                               on="run_id", how="left")
-    columns = ["run_id", "data_image", "data_image_size", "training_images"]
-    scope = runs["data_fraction_scope"] if "data_fraction_scope" in runs.columns else pd.Series("all", index=runs.index)
+    columns = ["run_id", "data.image", "data.image_size", "training_images"]
+    scope = runs["data.fraction_scope"] if "data.fraction_scope" in runs.columns else pd.Series("all", index=runs.index)
     table = runs[columns].assign(scope=scope.fillna("all")).merge(accuracy, on="run_id")
     return pd.DataFrame({
         "run_id": table["run_id"],
-        "family": [family_name(image, scope) for image, scope in zip(table["data_image"], table["scope"])],
-        "N": table["data_image_size"].astype(int),
+        "family": [family_name(image, scope) for image, scope in zip(table["data.image"], table["scope"])],
+        "N": table["data.image_size"].astype(int),
         "dataset_size": table["training_images"].astype(float),
         "accuracy": table["accuracy"].astype(float),
         "train_accuracy": table["train_accuracy"].astype(float),

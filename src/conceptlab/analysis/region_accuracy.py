@@ -1,6 +1,7 @@
 """Generation accuracy per label region across the runs of a sweep (bump worlds): composition vs interpolation.
 
-Input: the store's `runs` table (config flattened into columns, one row per run) and its `composition` view (one
+Input: the store's `runs` table (one row per run, one column per config key spelled as in the config:
+`data.held_out.scope`, `train.train_seed`) and its `composition` view (one
 row per run × checkpoint × region with x / y / joint accuracy). `final_region_accuracy` keeps each run's last
 evaluated checkpoint and attaches the config columns that vary across the runs (seeds excluded: they are what is
 averaged over); `region_accuracy_by_axis` gives mean ± sd over seeds per setting and region.
@@ -11,12 +12,19 @@ from __future__ import annotations
 import pandas as pd
 
 METRICS = ("x", "y", "joint")
-_CONFIG_PREFIXES = ("data_", "model_", "diffusion_", "train_", "eval_")
+_CONFIG_PREFIXES = ("data.", "model.", "diffusion.", "train.", "eval.")
+SEEDS = ("data.data_seed", "train.train_seed")
+
+
+def _is_config_axis(column: str) -> bool:
+    """A config key of a section (`data.spacing`), not a seed (`data.data_seed`, `eval.probe.seed`)."""
+    last = str(column).rsplit(".", 1)[-1]
+    return str(column).startswith(_CONFIG_PREFIXES) and not (last == "seed" or last.endswith("_seed"))
 
 
 def varying_config_columns(runs: pd.DataFrame) -> list[str]:
     """Config columns whose value differs between runs, seeds excluded."""
-    columns = [c for c in runs.columns if c.startswith(_CONFIG_PREFIXES) and not c.endswith("_seed")]
+    columns = [c for c in runs.columns if _is_config_axis(c)]
     return [c for c in columns if runs[c].astype(str).nunique() > 1]
 
 
@@ -30,14 +38,14 @@ def final_region_accuracy(runs: pd.DataFrame, composition: pd.DataFrame) -> pd.D
     last = composition.groupby("run_id")["step"].transform("max")
     final = composition[composition["step"] == last]
     axes = varying_config_columns(runs)
-    seeds = [c for c in ("data_data_seed", "train_train_seed") if c in runs.columns]
+    seeds = [c for c in SEEDS if c in runs.columns]
     keep = ["run_id", "step", "region", *METRICS] + (["n"] if "n" in final.columns else [])
     return runs[["run_id", *axes, *seeds]].merge(final[keep], on="run_id", how="inner")
 
 
 def region_accuracy_by_axis(final: pd.DataFrame) -> pd.DataFrame:
     """Mean, sd and number of runs of x / y / joint accuracy per (varying config setting, region)."""
-    axes = [c for c in final.columns if c.startswith(_CONFIG_PREFIXES) and not c.endswith("_seed")]
+    axes = [c for c in final.columns if _is_config_axis(c)]
     keys = [*axes, "region"]
     grouped = final.groupby(keys, dropna=False)
     out = grouped[list(METRICS)].agg(["mean", "std"])

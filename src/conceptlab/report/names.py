@@ -33,9 +33,9 @@ REGIONS = {"train": "training region", "held_out": "held-out region"}
 CONFIG_KEYS = {
     "data.color_separation": "colour separation Δc",
     "data.size_separation": "size separation Δs",
-    "data.held_out_scope": "held-out scope",
-    "data.data_fraction": "fraction of training data",
-    "data.canvas": "canvas size N",
+    "data.held_out.scope": "held-out scope",
+    "data.fraction": "fraction of training data λ",
+    "data.image_size": "image size N",
     "train.steps": "training steps",
     "train.train_seed": "training seed",
     "data.data_seed": "data seed",
@@ -64,11 +64,11 @@ def region(name: str) -> str:
 
 
 def config_key(key: str) -> str:
-    """A swept config key in words (`data.color_separation` → `colour separation Δc`); unknown keys by their last
-    part (`model.dropout` → `dropout`)."""
+    """A swept config key, spelled as in the config, in words (`data.color_separation` → `colour separation Δc`);
+    unknown keys by their last part (`model.dropout` → `dropout`)."""
     if key in CONFIG_KEYS:
         return CONFIG_KEYS[key]
-    return human(str(key).replace("data_", "data.", 1).rsplit(".", 1)[-1])
+    return human(str(key).rsplit(".", 1)[-1])
 
 
 def class_label(code: str, names: Mapping[str, str] | None = None, with_code: bool = False) -> str:

@@ -69,7 +69,7 @@ def plot_region_accuracy(summary: pd.DataFrame) -> Figure:
     mean ± sd over seeds (the output of `analysis.region_accuracy.region_accuracy_by_axis`); a setting with one run
     has no error bar (said under the figure), settings are named `key = value` in words."""
     axes_cols = [c for c in summary.columns if c not in ("region", "runs") and not c.endswith(("_mean", "_std"))]
-    keys = {c: nm.config_key(c.replace("_", ".", 1)) for c in axes_cols}
+    keys = {c: nm.config_key(c) for c in axes_cols}
     label = (summary[axes_cols].apply(lambda r: ", ".join(f"{keys[c]} = {r[c]}" for c in axes_cols), axis=1)
              if axes_cols else pd.Series("all runs", index=summary.index))
     settings = list(dict.fromkeys(label))

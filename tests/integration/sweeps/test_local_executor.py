@@ -32,7 +32,7 @@ def test_killed_worker_fails_only_its_runs_and_a_rerun_completes_without_duplica
     with open_store(sweep.root) as store:
         runs = store.runs()
         assert sorted(runs["run_id"]) == sorted(r.run_id for r in sweep.runs)
-        assert set(runs["status"]) == {"done"} and sorted(runs["data_color_separation"]) == [0.3, 0.8]
+        assert set(runs["status"]) == {"done"} and sorted(runs["data.color_separation"]) == [0.3, 0.8]
         counts = store.query("SELECT run_id, count(*) AS n, count(DISTINCT (step, class, concept)) AS k "
                              "FROM concept_space GROUP BY run_id")
         assert set(counts["n"]) == {CHECKPOINTS * CLASSES * CONCEPTS} and (counts["n"] == counts["k"]).all()

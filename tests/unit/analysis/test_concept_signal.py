@@ -19,8 +19,8 @@ def _tables():
     for dc, color_times in [(0.2, [None, None]), (0.5, [300, 340]), (0.8, [100, 140])]:
         for seed, t in enumerate(color_times):
             run_id = f"r{dc}-{seed}"
-            runs.append({"run_id": run_id, "data_color_separation": dc, "data_data_seed": seed,
-                         "train_train_seed": seed, "concept_signal_color": 20 * dc, "concept_signal_size": 6.0})
+            runs.append({"run_id": run_id, "data.color_separation": dc, "data.data_seed": seed,
+                         "train.train_seed": seed, "concept_signal_color": 20 * dc, "concept_signal_size": 6.0})
             times += [{"run_id": run_id, "split": "train", "concept": "color", "learning_time": t},
                       {"run_id": run_id, "split": "train", "concept": "size", "learning_time": 250.0},
                       {"run_id": run_id, "split": "held_out", "concept": "color", "learning_time": 999.0}]
@@ -46,7 +46,7 @@ def test_mean_and_spread_over_seeds_per_color_separation():
 
 def test_missing_axis_or_split_is_a_clear_error():
     runs, times = _tables()
-    with pytest.raises(ValueError, match="no column 'data_size_separation'"):
+    with pytest.raises(ValueError, match="no config key 'data.size_separation'"):
         learning_time_table(runs, times, "data.size_separation")
     with pytest.raises(ValueError, match="no learning times for split 'test'"):
         learning_time_table(runs, times, split="test")

@@ -48,9 +48,9 @@ def test_final_accuracy_per_setting_and_region_averages_seeds(tmp_path):
     with open_store(root) as store:
         final = final_region_accuracy(store.runs(), store.table("composition"))
     assert set(final["step"]) == {20} and len(final) == 8
-    assert "data_held_out_scope" in final.columns and "data_data_seed" in final.columns
-    summary = region_accuracy_by_axis(final).set_index(["data_held_out_scope", "region"])
-    assert list(summary.index.names) == ["data_held_out_scope", "region"]  # seeds averaged, not an axis
+    assert "data.held_out.scope" in final.columns and "data.data_seed" in final.columns
+    summary = region_accuracy_by_axis(final).set_index(["data.held_out.scope", "region"])
+    assert list(summary.index.names) == ["data.held_out.scope", "region"]  # seeds averaged, not an axis
     assert summary.loc[("2d", "held_out"), "joint_mean"] == pytest.approx(0.85)
     assert summary.loc[("all", "held_out"), "joint_mean"] == pytest.approx(0.2)
     assert summary.loc[("all", "held_out"), "joint_std"] == pytest.approx(0.1414, abs=1e-3)

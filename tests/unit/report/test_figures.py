@@ -156,7 +156,7 @@ def test_abstractions_panels_wrap_two_across_with_human_names():
 
 
 def test_region_accuracy_draws_no_error_bar_from_one_run_and_names_the_swept_key():
-    summary = pd.DataFrame([{"data_color_separation": v, "region": r, "runs": 1,
+    summary = pd.DataFrame([{"data.color_separation": v, "region": r, "runs": 1,
                              **{f"{m}_mean": 0.5 for m in ("x", "y", "joint")},
                              **{f"{m}_std": np.nan for m in ("x", "y", "joint")}}
                             for v in (0.3, 0.8) for r in ("train", "held_out")])

@@ -12,6 +12,8 @@ def test_names_replace_codes_and_identifiers():
     assert nm.class_label("11") == "class 11"
     assert nm.config_key("data.color_separation") == "colour separation Δc"
     assert nm.config_key("model.dropout") == "dropout"
+    assert nm.config_key("data.held_out.scope") == "held-out scope" and nm.config_key("data.fraction").startswith("fraction")
+    assert nm.config_key("eval.geometry.label_density") == "label density"  # nested keys by their last part
     assert nm.value_name("color", 1, {"color": ["red", "blue"]}) == "blue"
     assert nm.human("wall_hue") == "wall hue"
 

@@ -1,5 +1,6 @@
 """The results store: SQL over a toy store, flattened config columns, and concurrent writers never losing a row."""
 
+import json
 import multiprocessing
 import sys
 from pathlib import Path
@@ -33,17 +34,19 @@ def test_runs_table_has_flattened_config_and_summary_columns(toy_store):
     assert list(runs["run_id"])[:2] == ["0001-unfinished", "sweep/run-0-0"]
     done = runs[runs["status"] == "done"]
     assert len(done) == 9 and set(runs["status"]) == {"done", "incomplete"}
-    for column in ["data_color_separation", "data_data_seed", "train_train_seed", "model_widths",
-                   "concept_signal_color", "learning_time_train_color", "final_step"]:
+    for column in ["data.color_separation", "data.data_seed", "train.train_seed", "model.widths",
+                   "eval.probe.seed", "concept_signal_color", "learning_time_train_color", "final_step"]:
         assert column in runs.columns, column
+    assert not [c for c in runs.columns if c.startswith(("data_", "train_", "model_", "eval_"))]  # no old spellings
     row = runs.set_index("run_id").loc["sweep/run-2-1"]
-    assert row["data_color_separation"] == 0.8 and row["train_train_seed"] == 1
+    assert row["data.color_separation"] == 0.8 and row["train.train_seed"] == 1
+    assert json.loads(row["model.widths"]) == [64, 128, 256]  # a list: its JSON text
     assert row["learning_time_train_color"] == 200 and row["concept_signal_color"] == pytest.approx(16.0)
 
 
 def test_one_sql_query_answers_learning_time_per_color_separation(toy_store):
     sql = """
-        SELECT r.data_color_separation AS dc, avg(l.learning_time) AS mean_lt, count(*) AS seeds
+        SELECT r."data.color_separation" AS dc, avg(l.learning_time) AS mean_lt, count(*) AS seeds
         FROM learning_times l JOIN runs r USING (run_id)
         WHERE l.concept = 'color' AND l.split = 'train'
         GROUP BY dc ORDER BY dc
@@ -61,13 +64,45 @@ def test_one_sql_query_answers_learning_time_per_color_separation(toy_store):
             store.query("SELECT nope FROM runs")
 
 
+def test_a_config_key_spelled_the_old_way_or_unquoted_names_the_quoted_column(toy_store):
+    with open_store(toy_store) as store:
+        table = store.query('SELECT "data.color_separation", count(*) AS n FROM runs WHERE status = \'done\' '
+                            'GROUP BY 1 ORDER BY 1')
+        assert table.to_dict("list") == {"data.color_separation": [0.2, 0.5, 0.8], "n": [3, 3, 3]}
+        hint = ('no column data_color_separation: config keys are spelled as in the config, quote them: '
+                '"data.color_separation"')
+        for sql in ("SELECT data_color_separation, count(*) FROM runs GROUP BY 1",
+                    "SELECT r.data_color_separation FROM runs r",
+                    "SELECT run_id FROM runs WHERE DATA_COLOR_SEPARATION > 0.3"):
+            with pytest.raises(StoreError) as err:
+                store.query(sql)
+            assert str(err.value).lower() == hint.lower(), sql
+        with pytest.raises(StoreError, match='^no column train_train_seed: .* quote them: "train.train_seed"$'):
+            store.query("SELECT train_train_seed FROM runs")
+        with pytest.raises(StoreError, match='^no column eval_probe_seed: .* quote them: "eval.probe.seed"$'):
+            store.query("SELECT eval_probe_seed FROM runs")  # any underscore of a nested key
+        with pytest.raises(StoreError, match='data.color_separation is one config key, quote it: "data.color_separation"'):
+            store.query("SELECT data.color_separation FROM runs")  # unquoted: DuckDB reads table `data`
+        with pytest.raises(StoreError, match='quote it: "train.train_seed"'):
+            store.query("SELECT r.train.train_seed FROM runs r")
+        with pytest.raises(StoreError, match='^query failed: .*"nope" not found'):
+            store.query("SELECT nope FROM runs")  # no such key: DuckDB's own line
+
+
 def test_cli_runs_ls_and_query(toy_store):
     result = CliRunner().invoke(app, ["runs", "ls", str(toy_store)])
     assert result.exit_code == 0, result.output
     assert "sweep/run-1-2" in result.output and "10 runs" in result.output
+    assert {"data.color_separation", "train.train_seed"} <= set(result.output.split())  # the keys that differ
     result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store), "--csv",
                                       "SELECT count(DISTINCT run_id) AS n FROM concept_space"])
     assert result.exit_code == 0 and result.output.split() == ["n", "9"]
+    result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store), "--csv",
+                                      'SELECT DISTINCT "train.train_seed" FROM runs ORDER BY 1'])
+    assert result.exit_code == 0 and result.output.split() == ["train.train_seed", "0", "1", "2"]
+    result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store), "SELECT train_train_seed FROM runs"])
+    assert result.exit_code == 2 and result.output.strip().splitlines() == [
+        'error: no column train_train_seed: config keys are spelled as in the config, quote them: "train.train_seed"']
     result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store), "SELEC 1"])
     assert result.exit_code == 2 and result.output.startswith("error: query failed")
     result = CliRunner().invoke(app, ["runs", "ls", str(toy_store / "missing")])
