@@ -29,8 +29,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load tests/unit
 
+# each bench times ours against the authors' regime in the same process (docs/benchmarks.md); minutes to an hour on a CPU
 bench: $(STAMP)
 	$(PY) bench/train_step.py
+	$(PY) bench/sampling.py
+	$(PY) bench/eval_checkpoint.py --sample-steps 5
+	$(PY) bench/predict_run_time.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -236,35 +236,41 @@ class ConceptSpaceStudy(StudyBase):
         probe, probe_report = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size,
                                                   progress=progress)
         setup = {"probe": time.perf_counter() - began}
-        classes = list(dgp.classes)
-        splits = {c: ("train" if c in dgp.train_classes else "held_out") for c in classes}
-        n = cfg.eval.samples_per_class
-        device = next(model.parameters()).device
-        prompts = generation_prompts(torch.stack([dgp.class_prompt(c) for c in classes]), n).to(device)
-        null_prompt = torch.full_like(prompts[:1], cfg.data.null_value)
-        steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
-        bf16 = resolve_bf16(cfg.train.bf16, device)
-
-        def concept_space(step: int) -> StepResult:
-            generator = torch.Generator(device=prompts.device).manual_seed(cfg.eval.eval_seed)
-            with autocast(bf16, device):
-                images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
-            images = images.float().cpu()
-            table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
-            table["class_name"] = table["class"].map(dgp.class_name)
-            mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
-            scalars = {f"accuracy/{split}": v for split, v in mean_acc.items()}
-            scalars.update({f"accuracy/{r.class_name}/{r.concept}": r.accuracy for r in table.itertuples()})
-            scalars.update({f"valid_fraction/{r.class_name}": r.valid_fraction
-                            for r in table.drop_duplicates("class").itertuples()})
-            return StepResult(table, samples={f"step_{step:07d}": images[::n].clone()},  # first generation per class
-                              info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()), scalars=scalars)
-
-        measurements = [Measurement("concept_space", concept_space, every=1, use_ema=cfg.eval.use_ema,
-                                    directory=DIRECTORY, samples_file=SAMPLES_FILE)]
+        measurements = [concept_space_measurement(cfg, dgp, model, probe)]
         if cfg.eval.interventions is not None:
             measurements.append(intervention_measurement(cfg, dgp, model, probe, run.list_checkpoints()))
         return Evaluation(measurements, lambda: summarize(cfg, run, dgp.describe(), probe_report), setup)
+
+
+def concept_space_measurement(cfg, dgp: ShapesDGP, model, probe) -> Measurement:
+    """The per-checkpoint concept-space reading: `samples_per_class` generations of every class prompt in one
+    sampling pass (bf16 autocast where native), read by `probe` into the class × concept table."""
+    classes = list(dgp.classes)
+    splits = {c: ("train" if c in dgp.train_classes else "held_out") for c in classes}
+    n = cfg.eval.samples_per_class
+    device = next(model.parameters()).device
+    prompts = generation_prompts(torch.stack([dgp.class_prompt(c) for c in classes]), n).to(device)
+    null_prompt = torch.full_like(prompts[:1], cfg.data.null_value)
+    steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
+    bf16 = resolve_bf16(cfg.train.bf16, device)
+
+    def concept_space(step: int) -> StepResult:
+        generator = torch.Generator(device=prompts.device).manual_seed(cfg.eval.eval_seed)
+        with autocast(bf16, device):
+            images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
+        images = images.float().cpu()
+        table = evaluate_generations(images, classes, splits, dgp.concepts, probe, step)
+        table["class_name"] = table["class"].map(dgp.class_name)
+        mean_acc = table.groupby("split")["accuracy"].mean().to_dict()
+        scalars = {f"accuracy/{split}": v for split, v in mean_acc.items()}
+        scalars.update({f"accuracy/{r.class_name}/{r.concept}": r.accuracy for r in table.itertuples()})
+        scalars.update({f"valid_fraction/{r.class_name}": r.valid_fraction
+                        for r in table.drop_duplicates("class").itertuples()})
+        return StepResult(table, samples={f"step_{step:07d}": images[::n].clone()},  # first generation per class
+                          info=" ".join(f"{k} {v:.2f}" for k, v in mean_acc.items()), scalars=scalars)
+
+    return Measurement("concept_space", concept_space, every=1, use_ema=cfg.eval.use_ema, directory=DIRECTORY,
+                       samples_file=SAMPLES_FILE)
 
 
 def _variant_count(iv: InterventionsConfig) -> int:

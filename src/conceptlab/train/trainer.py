@@ -129,14 +129,7 @@ def iter_training(
         if cfg_dropout > 0:
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
-        with autocast(bf16, device):
-            loss, metrics = model.loss(images.to(device), prompts.to(device), noise)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = (
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip) if cfg.grad_clip is not None else None
-        )
-        optimizer.step()
+        loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, device, cfg.grad_clip)
         if ema is not None:
             ema.update(model, step)
         floats = {k: float(v) for k, v in metrics.items()}
@@ -169,6 +162,28 @@ def iter_training(
                 state["rng.cuda"] = torch.cuda.get_rng_state(device)
             save_training_state(state_path, state, {"step": step, "config_hash": config_hash, "optimizer": opt_meta})
         yield record
+
+
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    images: Tensor,
+    prompts: Tensor,
+    noise: torch.Generator | None,
+    bf16: bool,
+    device: torch.device | str = "cpu",
+    grad_clip: float | None = None,
+) -> tuple[Tensor, dict[str, Tensor], Tensor | None]:
+    """One optimisation step as `iter_training` takes it: the model's loss on a batch of [0, 1] images under bf16
+    autocast (when `bf16`), backward, the global grad-norm clip (when `grad_clip`), the optimizer's step.
+    Returns (loss, metrics, the gradient norm before clipping or None). Also what `bench/train_step.py` times."""
+    with autocast(bf16, device):
+        loss, metrics = model.loss(images.to(device), prompts.to(device), noise)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip) if grad_clip is not None else None
+    optimizer.step()
+    return loss, metrics, grad_norm
 
 
 def _grad_norm(model: nn.Module) -> float:

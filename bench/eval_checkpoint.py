@@ -1,0 +1,126 @@
+"""Benchmark: the full evaluation of one checkpoint of a hidden-emergence run, ours against the authors' way.
+
+- ours: the run's own per-checkpoint measurements, `studies.concept_space.concept_space_measurement` (every class,
+  `eval.samples_per_class` each, one pass) and `studies.emergence.intervention_measurement` (every intervention
+  variant of every target, `eval.interventions.samples` each, in passes of `max_batch`), bf16 where native;
+- reference (the authors' way): the same images, one class prompt (or one intervention variant's prompt) at a
+  time in batches of `--ref-batch` (32), the spec's ancestral sampler in fp32 eager under no_grad, each batch then
+  read by the same concept probe in fp32. Latent edits are not applied on the reference side (editing a per-block
+  bias of [batch, channels] costs nothing next to a UNet pass), so it times sampling + scoring of the same count.
+
+The network and the probe are freshly initialised (throughput does not depend on the weights); the patching
+reference is the same weights, saved once as the run's final checkpoint in a scratch folder. Sides alternate
+A B A B for `--reps` repetitions. Prints min / median / max seconds per checkpoint, images generated and scored per
+second, and the ratio.
+
+    .venv/bin/python bench/eval_checkpoint.py [--preset hidden-emergence-paper] [--sample-steps 50] [--reps 3]
+    .venv/bin/python bench/eval_checkpoint.py --quick --reps 1              # seconds; no claim
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import torch
+
+import benchlib
+from conceptlab.interventions import build_interventions, build_variants
+from conceptlab.models.diffusion_model import build_model, build_network
+from conceptlab.probes.concept_classifier import ConceptProbe, read_concepts
+from conceptlab.studies.concept_space import concept_space_measurement
+from conceptlab.studies.emergence import intervention_context, intervention_measurement, with_naive_repeats
+from conceptlab.train.checkpoints import prefixed, save_checkpoint
+
+QUICK = ["model.widths=[16,32]", "eval.samples_per_class=2", "eval.interventions.samples=2"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    benchlib.add_common_arguments(parser, "hidden-emergence-paper")
+    parser.add_argument("--sample-steps", type=int, default=None, help="eval.sample_steps (default: the preset's)")
+    parser.add_argument("--ref-batch", type=int, default=32, help="the reference's images per sampling batch")
+    parser.add_argument("--max-batch", type=int, default=None,
+                        help="also time ours with eval.interventions.max_batch set to this (a third side)")
+    args = parser.parse_args()
+    overrides = list(args.overrides)
+    if args.quick:
+        overrides = QUICK + overrides
+        args.sample_steps = args.sample_steps or 2
+    if args.sample_steps:
+        overrides.append(f"eval.sample_steps={args.sample_steps}")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+
+    cfg, dgp = benchlib.load(args.preset, overrides)
+    iv = cfg.eval.interventions
+    steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
+    size, channels = cfg.data.image_size, dgp.channels
+    model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, size, channels, dgp.attribute_sizes,
+                        dgp.null_label).eval()
+    net = build_network(cfg.model, dgp.prompt_dim, channels, dgp.null_label)
+    net.load_state_dict(model.net.state_dict())
+    reference = benchlib.reference_model(cfg, net).eval()
+    probe = ConceptProbe(list(dgp.concepts), cfg.eval.probe.width).eval()
+
+    scratch = tempfile.TemporaryDirectory(prefix="eval-checkpoint-")
+    path = save_checkpoint(Path(scratch.name), 1, prefixed("model.", model.state_dict()),
+                           {"config_hash": cfg.training_hash(), "metrics": {}, "has_ema": False})
+    measurements = [concept_space_measurement(cfg, dgp, model, probe)]
+    if iv is not None:
+        measurements.append(intervention_measurement(cfg, dgp, model, probe, [(1, path)]))
+    lever = None
+    if args.max_batch and iv is not None:
+        cfg_b = benchlib.load(args.preset, [*overrides, f"eval.interventions.max_batch={args.max_batch}"])[0]
+        lever = [concept_space_measurement(cfg_b, dgp, model, probe),
+                 intervention_measurement(cfg_b, dgp, model, probe, [(1, path)])]
+
+    # what the reference generates: every class's samples, then every variant's (the same list ours samples)
+    jobs = [(dgp.class_prompt(c), cfg.eval.samples_per_class) for c in dgp.classes]
+    if iv is not None:
+        context = intervention_context(cfg, dgp, model, reference=model)
+        interventions = build_interventions(iv, cfg.diffusion.guidance_convention)
+        targets = list(iv.targets or dgp.held_out_classes)
+        if iv.matched_naive:
+            interventions = with_naive_repeats(interventions, targets, context)
+        variants = build_variants(interventions, targets, context)
+        jobs += [(v.prompt, iv.samples) for _, v in variants]
+        if any(v.guidance_scale for _, v in variants):
+            print("note: guided variants take two network passes on our side, one on the reference's")
+    images = sum(n for _, n in jobs)
+
+    def run_ours() -> None:
+        for m in measurements:
+            m.measure(1)
+
+    def run_reference() -> None:
+        for prompt, n in jobs:
+            for start in range(0, n, args.ref_batch):
+                rows = min(args.ref_batch, n - start)
+                generated = reference.sample(prompt.expand(rows, -1).contiguous(), steps, (channels, size, size))
+                read_concepts(probe, generated)
+
+    benchlib.print_environment(args.threads)
+    print(f"preset {cfg.name}: {len(dgp.classes)} classes x {cfg.eval.samples_per_class} + "
+          f"{len(jobs) - len(dgp.classes)} intervention variants x {iv.samples if iv else 0} = {images} images per "
+          f"checkpoint, {steps} sampler steps; reference in batches of {args.ref_batch}, fp32")
+    print(f"{args.reps} interleaved repetitions per side (after 1 untimed)", flush=True)
+    sides = {"ours": run_ours, "reference": run_reference}
+    if lever is not None:
+        sides[f"ours max_batch {args.max_batch}"] = lambda: [m.measure(1) for m in lever]
+        print(f"third side: ours with eval.interventions.max_batch={args.max_batch} (the preset: {iv.max_batch})")
+    times = benchlib.interleaved(sides, args.reps)
+    for name in sides:
+        print(f"{name:<10} s/checkpoint: {benchlib.fmt_spread(times[name], 's', digits=2)}; "
+              f"{images / min(times[name]):.1f} images generated and scored per second at the fastest")
+    print(benchlib.ratio_line("checkpoint evaluation", times["reference"], times["ours"]))
+    if lever is not None:
+        name = f"ours max_batch {args.max_batch}"
+        print(benchlib.ratio_line(f"checkpoint evaluation, max_batch {args.max_batch}", times["reference"],
+                                  times[name]))
+    scratch.cleanup()
+
+
+if __name__ == "__main__":
+    main()

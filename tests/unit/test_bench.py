@@ -1,0 +1,80 @@
+"""The benchmarks in bench/ run in their smallest mode and print their ratio lines; none divides by a constant.
+
+Only that they run and report: no timing is asserted (the machine may be busy)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+RATIO = re.compile(r"^ratio .+ \(reference/ours\): \d+\.\d\dx median/median, range \d+\.\d\d-\d+\.\d\dx \(min/max-based\)$",
+                   re.M)
+SPREAD = re.compile(r"min \d+\.\d+ / median \d+\.\d+ / max \d+\.\d+ s")
+
+
+def run_bench(script: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, str(BENCH / script), "--threads", "1", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("train_step.py", ("--quick", "--preset", "micro", "--batch", "2", "--reps", "1")),
+        ("sampling.py", ("--quick", "--preset", "micro", "--reps", "1")),
+        ("eval_checkpoint.py", ("--quick", "--reps", "1")),
+    ],
+)
+def test_a_bench_prints_both_sides_and_the_ratio(script, args):
+    out = run_bench(script, *args)
+    assert out.startswith("cpu: "), out  # the machine, then torch, threads, date and commit
+    assert "torch " in out and " UTC, commit " in out, out
+    ours = [line for line in out.splitlines() if line.startswith("ours ")]
+    reference = [line for line in out.splitlines() if line.startswith("reference ")]
+    assert len(ours) == 1 and SPREAD.search(ours[0]), out
+    assert len(reference) == 1 and SPREAD.search(reference[0]), out
+    assert len(RATIO.findall(out)) == 1, out
+
+
+def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
+    out = run_bench("train_step.py", "--quick", "--preset", "micro", "--batch", "2", "--reps", "1")
+    assert re.search(r"train step \d+\.\d GFLOP", out), out
+    assert re.search(r"dense peak bf16 .*: \d+ / \d+ GFLOP/s", out), out
+    assert re.search(r"of the (bf16|fp32) peak", out), out
+
+
+def test_the_run_time_prediction_prints_every_term():
+    out = run_bench("predict_run_time.py", "--quick", "--presets", "micro", "bumps-micro")
+    for preset in ("micro", "bumps-micro"):
+        block = out.split(f"== {preset}:")[1].split("\n== ")[0]
+        for term in ("data:", "training:", "checkpoints:", "evaluation ", "predicted wall time:"):
+            assert term in block, (preset, term, out)
+
+
+def test_no_bench_divides_by_a_constant_measured_elsewhere():
+    patterns = [
+        re.compile(r"\bREFERENCE_S"),  # REFERENCE_S_PER_STEP and its kin
+        re.compile(r"^\s*\w*_S_PER_STEP\s*[:=][^\n]*\d", re.M | re.I),  # any seconds-per-step set to a number
+        re.compile(r"^\s*\w*(?:REFERENCE|AUTHORS)\w*\s*[:=]\s*[\d.]+", re.M | re.I),  # a reference set to a number
+    ]
+    offenders = {p.name: [m.group(0).strip() for pattern in patterns for m in pattern.finditer(p.read_text())]
+                 for p in BENCH.glob("*.py")}
+    assert not {k: v for k, v in offenders.items() if v}, offenders
+
+
+def test_the_constant_check_would_catch_the_old_bench():
+    old = "REFERENCE_S_PER_STEP = 2.7  # authors' code\nAUTHORS_SECONDS = 1.35\nref_s_per_step: float = 2.7\n"
+    assert re.search(r"\bREFERENCE_S", old)
+    assert re.search(r"^\s*\w*_S_PER_STEP\s*[:=][^\n]*\d", old, re.M | re.I)
+    assert re.search(r"^\s*\w*(?:REFERENCE|AUTHORS)\w*\s*[:=]\s*[\d.]+", old, re.M | re.I)
