@@ -109,7 +109,7 @@ VIEWS = {
             "intervention": ("`naive`, `naive_repeats`, `over_prompting`, `linear`, `embedding_shift`, `patching`, "
                              "`cfg`, or a plug-in's", "the way of prompting or editing the model"),
             "variant": ("text", "the variant's label (`color+0.50`, `a1,b0.1`, `w2 (ho_salimans)`)"),
-            "guidance_scale": ("≥ 0; 0 = no guidance", "the classifier-free guidance scale the variant sampled with"),
+            "guidance_scale": ("≥ 0, in diffusion.guidance_convention; NaN = plain conditional sampling", "the classifier-free guidance scale the variant sampled with"),
             "stream": ("index ≥ 0", "the variant's noise stream: variants with the same stream share their noise "
                        "(paired comparisons)"),
             "n": ("count", "images generated per variant (`eval.interventions.samples`)"),

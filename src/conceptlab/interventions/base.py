@@ -54,7 +54,7 @@ class Variant:
     label: str
     prompt: Tensor
     edits: tuple[LatentEdit, ...] = ()
-    guidance_scale: float = 0.0
+    guidance_scale: float | None = None  # None: plain conditional sampling; else w in diffusion.guidance_convention
     stream: int | None = None
 
 

@@ -110,7 +110,7 @@ def sample_variants(
     per_pass = max(1, max_batch // n)
     device = next(model.parameters()).device
     out: list[Tensor | None] = [None] * len(variants)
-    scales = sorted({v.guidance_scale for v in variants})
+    scales = sorted({v.guidance_scale for v in variants}, key=lambda w: (w is not None, w or 0.0))  # plain first
     for w in scales:
         group = [(i, v) for i, v in enumerate(variants) if v.guidance_scale == w]
         for chunk in _chunks(group, per_pass):
@@ -200,7 +200,8 @@ def evaluate_interventions(
                 "target": target,
                 "intervention": variant.intervention,
                 "variant": variant.label,
-                "guidance_scale": variant.guidance_scale,
+                # NaN: plain conditional sampling (no guidance); else w in diffusion.guidance_convention
+                "guidance_scale": float("nan") if variant.guidance_scale is None else float(variant.guidance_scale),
                 "stream": variant.stream,
                 "n": n,
                 **scored,

@@ -35,12 +35,13 @@ class DiffusionModel(nn.Module):
         prompts: Tensor,
         steps: int = 50,
         generator: torch.Generator | None = None,
-        guidance_scale: float = 0.0,
+        guidance_scale: float | None = None,
         null_prompt: Tensor | None = None,
     ) -> Tensor:
         """One image in [0,1] per prompt row (ancestral sampler); `guidance_scale` in this model's guidance
-        convention (`models.processes.guidance_offset`)."""
-        offset = guidance_offset(guidance_scale, self.guidance_convention)
+        convention (`models.processes.guidance_offset`), or None for plain conditional sampling whatever the
+        convention (under `diffusers` a scale of 0 is the *unconditional* model, 1 the plain conditional one)."""
+        offset = 0.0 if guidance_scale is None else guidance_offset(guidance_scale, self.guidance_convention)
         return ancestral_sample(self.process, self.net, prompts, self.image_shape, steps, generator, offset, null_prompt)
 
 

@@ -168,7 +168,9 @@ class ConceptSpaceStudy(StudyBase):
     """`data.kind: shapes` — concept-space learning dynamics and hidden capabilities."""
 
     kind = "shapes"
-    version = 2  # 1: before versions entered run ids (2026-12-01)
+    version = 3  # 1: before versions entered run ids (2026-12-01); 2: 2026-12-01; 3: plain (non-CFG) intervention
+    # variants sample the conditional model under every guidance convention (under `diffusers` they had sampled the
+    # unconditional one: scale 0)
     order = 0
     data_config = ShapesDataConfig
     # The concept-space reading's settings sit at the top of `eval` (and are saved for every data kind), as they

@@ -206,7 +206,7 @@ def test_batching_groups_guidance_scales_and_chunks_without_changing_shapes(dgp,
     images = sample_variants(model, variants, N, STEPS, torch.Generator().manual_seed(5), torch.zeros(4),
                              max_batch=N, on_pass=passes.append)
     assert images.shape == (3 * N, 3, 8, 8)
-    assert passes == [N, N, N]  # two variants at w = 0 split by max_batch, one at w = 2
+    assert passes == [N, N, N]  # plain conditional (naive), w = 0 and w = 2: one pass each at max_batch = N
     assert not torch.allclose(images[:N], images[2 * N :])
 
 
@@ -272,3 +272,28 @@ def test_bad_input_is_one_clear_error(dgp, model):
     with pytest.raises(HookNameError, match="no hook point 'down.9.hook_concept'"):
         _sample(model, [bad_site])
     assert not any(hp.has_hooks for hp in hook_points(model.net).values())
+
+
+def test_plain_variants_sample_the_conditional_model_under_either_guidance_convention(dgp, model):
+    # Under `diffusers` a guidance scale of 0 is the unconditional model; a variant without guidance (naive,
+    # over-prompting, latent edits, patching) must still sample the conditional one, as under `ho_salimans`.
+    ctx = _context(dgp, model, cfg_trained=True)
+    naive = [v for _, v in build_variants([NaivePrompting()], ["11"], ctx)]
+    guided = [v for _, v in build_variants([ClassifierFreeGuidance((0.0, 1.0), "diffusers")], ["11"], ctx)]
+    assert naive[0].guidance_scale is None and torch.equal(naive[0].prompt, guided[0].prompt)
+
+    def sample(variants):
+        return sample_variants(model, variants, N, STEPS, torch.Generator().manual_seed(5), torch.zeros(4),
+                               seeds=[11] * len(variants))
+
+    old = model.guidance_convention
+    try:
+        model.guidance_convention = "ho_salimans"
+        plain_hs = sample(naive)
+        model.guidance_convention = "diffusers"
+        plain_d, cfg_d = sample(naive), sample(guided)
+    finally:
+        model.guidance_convention = old
+    assert torch.equal(plain_hs, plain_d)  # the convention does not change plain conditional sampling
+    assert torch.equal(cfg_d[N:], plain_d)  # diffusers w = 1: the plain conditional model
+    assert not torch.allclose(cfg_d[:N], plain_d)  # diffusers w = 0: the unconditional model
