@@ -188,6 +188,17 @@ def reference_model(cfg, net: nn.Module) -> ReferenceVDM:
     return ReferenceVDM(net, d.gamma_min, d.gamma_max, d.data_noise)
 
 
+def ours_and_reference(cfg, dgp):
+    """Our model as a run builds it and the reference VDM around a second network holding the same weights."""
+    from conceptlab.models.diffusion_model import build_model, build_network
+
+    size, channels = cfg.data.image_size, dgp.channels
+    ours = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, size, channels, dgp.attribute_sizes, dgp.null_label)
+    net = build_network(cfg.model, dgp.prompt_dim, channels, dgp.null_label)
+    net.load_state_dict(ours.net.state_dict())
+    return ours, reference_model(cfg, net)
+
+
 def reference_step(model: ReferenceVDM, optimizer: torch.optim.Optimizer, x: Tensor, p: Tensor,
                    grad_clip: float) -> float:
     """One training step the authors' way: fp32 loss, zero_grad, backward, clip the global grad norm, step."""

@@ -27,7 +27,6 @@ import torch
 
 import benchlib
 from conceptlab.interventions import build_interventions, build_variants
-from conceptlab.models.diffusion_model import build_model, build_network
 from conceptlab.probes.concept_classifier import ConceptProbe, read_concepts
 from conceptlab.studies.concept_space import concept_space_measurement
 from conceptlab.studies.emergence import intervention_context, intervention_measurement, with_naive_repeats
@@ -57,11 +56,8 @@ def main() -> None:
     iv = cfg.eval.interventions
     steps = cfg.eval.sample_steps or cfg.diffusion.sample_steps
     size, channels = cfg.data.image_size, dgp.channels
-    model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, size, channels, dgp.attribute_sizes,
-                        dgp.null_label).eval()
-    net = build_network(cfg.model, dgp.prompt_dim, channels, dgp.null_label)
-    net.load_state_dict(model.net.state_dict())
-    reference = benchlib.reference_model(cfg, net).eval()
+    model, reference = benchlib.ours_and_reference(cfg, dgp)
+    model.eval(), reference.eval()
     probe = ConceptProbe(list(dgp.concepts), cfg.eval.probe.width).eval()
 
     scratch = tempfile.TemporaryDirectory(prefix="eval-checkpoint-")

@@ -19,7 +19,6 @@ import argparse
 import torch
 
 import benchlib
-from conceptlab.models.diffusion_model import build_model, build_network
 from conceptlab.train.precision import autocast, resolve_bf16
 
 
@@ -36,11 +35,8 @@ def main() -> None:
 
     cfg, dgp = benchlib.load(args.preset, args.overrides)
     size, channels = cfg.data.image_size, dgp.channels
-    ours = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, size, channels, dgp.attribute_sizes,
-                       dgp.null_label).eval()
-    net = build_network(cfg.model, dgp.prompt_dim, channels, dgp.null_label)
-    net.load_state_dict(ours.net.state_dict())
-    reference = benchlib.reference_model(cfg, net).eval()
+    ours, reference = benchlib.ours_and_reference(cfg, dgp)
+    ours.eval(), reference.eval()
     bf16 = resolve_bf16(cfg.train.bf16)
     target = (list(dgp.held_out_classes) or list(dgp.classes))[0]
     prompts = dgp.class_prompt(target).expand(args.images, -1).contiguous()

@@ -25,7 +25,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import benchlib
-from conceptlab.models.diffusion_model import build_model, build_network
+from conceptlab.models.diffusion_model import build_model
 from conceptlab.models.unet import count_parameters
 from conceptlab.train.precision import resolve_bf16
 from conceptlab.train.trainer import build_optimizer, train_step
@@ -46,11 +46,8 @@ def main() -> None:
     cfg, dgp = benchlib.load(args.preset, args.overrides)
     batch = args.batch or cfg.train.batch_size
     size, channels = cfg.data.image_size, dgp.channels
-    ours = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, size, channels, dgp.attribute_sizes,
-                       dgp.null_label).train()
-    net = build_network(cfg.model, dgp.prompt_dim, channels, dgp.null_label)
-    net.load_state_dict(ours.net.state_dict())
-    reference = benchlib.reference_model(cfg, net).train()
+    ours, reference = benchlib.ours_and_reference(cfg, dgp)
+    ours.train(), reference.train()
     bf16 = resolve_bf16(cfg.train.bf16)
     clip = cfg.train.grad_clip
 

@@ -9,7 +9,6 @@ files.
 
 from __future__ import annotations
 
-import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -20,7 +19,8 @@ from matplotlib.patches import Patch
 
 from conceptlab.analysis.emergence import wilson_interval
 from conceptlab.report import names as nm
-from conceptlab.report.style import COLUMN, PAGE, PALETTE, REFERENCE, SEQUENTIAL, caption, panel_grid, seed_style, styled
+from conceptlab.report.style import (COLUMN, PAGE, PALETTE, REFERENCE, SEQUENTIAL, arrows, caption, panel_grid,
+                                     seed_style, styled)
 
 INTERVENTION_COLORS = {
     "naive": PALETTE[0],
@@ -103,16 +103,6 @@ def plot_intervention_scores(
     return fig
 
 
-def _arrows(ax, xs: np.ndarray, ys: np.ndarray, colour="0.35") -> None:
-    for i in range(len(xs) - 1):
-        x0, y0, x1, y1 = xs[i], ys[i], xs[i + 1], ys[i + 1]
-        if math.hypot(x1 - x0, y1 - y0) < 0.03:
-            continue
-        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        ax.annotate("", xy=(mx + (x1 - x0) * 0.05, my + (y1 - y0) * 0.05), xytext=(mx, my),
-                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=0.7, mutation_scale=7), zorder=2)
-
-
 @styled
 def plot_trajectory_turn(
     steps: np.ndarray,
@@ -136,7 +126,7 @@ def plot_trajectory_turn(
     values = value_names or [f"{nm.human(c)} = target" for c in concepts]
     fig, (ax, ax_t) = plt.subplots(1, 2, figsize=(PAGE, 2.9), gridspec_kw={"width_ratios": [1, 1.25]})
     ax.plot(points[:, 0], points[:, 1], "-", color="0.6", lw=0.8, zorder=1)
-    _arrows(ax, points[:, 0], points[:, 1])
+    arrows(ax, points[:, 0], points[:, 1], lw=0.7, zorder=2)
     sc = ax.scatter(points[:, 0], points[:, 1], c=steps, cmap=SEQUENTIAL, s=16, zorder=3, edgecolors="none")
     handles = [Line2D([], [], marker="o", ls="-", color="0.6", markerfacecolor="C0", ms=4,
                       label="naive prompt, coloured by step")]

@@ -17,24 +17,14 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
 from conceptlab.analysis.concept_space import smooth, trajectories
 from conceptlab.report import names as nm
-from conceptlab.report.style import COLUMN, PAGE, REFERENCE, SEQUENTIAL, caption, class_colors, color, panel_grid, styled
+from conceptlab.report.style import (COLUMN, PAGE, REFERENCE, SEQUENTIAL, arrows, caption, class_colors, color,
+                                     panel_grid, styled)
 
 MIN_VALID_FRACTION = 0.25  # concept-space points read from fewer valid images than this share are hidden
 
 
 def _class_color(classes: list[str], code: str, names: dict[str, str] | None = None):
     return class_colors(classes, names)[code]
-
-
-def _arrows(ax, xs: np.ndarray, ys: np.ndarray, colour, every: int = 1) -> None:
-    """Arrow heads at the middle of the trajectory's segments (every `every`-th), pointing forward in training."""
-    for i in range(0, len(xs) - 1, every):
-        x0, y0, x1, y1 = xs[i], ys[i], xs[i + 1], ys[i + 1]
-        if math.hypot(x1 - x0, y1 - y0) < 0.03:
-            continue
-        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        ax.annotate("", xy=(mx + (x1 - x0) * 0.05, my + (y1 - y0) * 0.05), xytext=(mx, my),
-                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=0.8, mutation_scale=7), zorder=4)
 
 
 def valid_counts(table: pd.DataFrame) -> pd.DataFrame:
@@ -89,7 +79,7 @@ def plot_concept_space(
         sc = ax.scatter(*coords, c=readable["step"].to_numpy(), cmap=cmap, norm=norm, s=sizes,
                         edgecolors=colour, linewidths=0.6, zorder=3)
         if not three_d and len(readable) >= 2:
-            _arrows(ax, coords[0], coords[1], colour)
+            arrows(ax, coords[0], coords[1], colour)
         target = [float(code[concepts.index(c)]) for c in axes_c]
         ax.scatter(*[[v] for v in target], marker="*", s=110, color=colour, edgecolors="black", linewidths=0.5,
                    zorder=5)

@@ -7,6 +7,8 @@ text is 7–8 pt once a figure is printed at that width. Nothing here sets the m
 
 from __future__ import annotations
 
+import math
+
 import functools
 from typing import Any, Callable, TypeVar
 
@@ -121,3 +123,15 @@ def caption(fig, text: str, below=None) -> None:
         y = box.y0 - 0.01
     wrapped = "\n".join(textwrap.wrap(text, width=max(40, int(fig.get_figwidth() * 19))))
     fig.text(0.01, y, wrapped, ha="left", va="top", fontsize=6.5, color="0.2")
+
+
+def arrows(ax, xs, ys, colour="0.35", every: int = 1, lw: float = 0.8, zorder: int = 4) -> None:
+    """Arrow heads at the middle of a trajectory's segments (every `every`-th), pointing forward in time; segments
+    shorter than 0.03 get none."""
+    for i in range(0, len(xs) - 1, every):
+        x0, y0, x1, y1 = xs[i], ys[i], xs[i + 1], ys[i + 1]
+        if math.hypot(x1 - x0, y1 - y0) < 0.03:
+            continue
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        ax.annotate("", xy=(mx + (x1 - x0) * 0.05, my + (y1 - y0) * 0.05), xytext=(mx, my),
+                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=lw, mutation_scale=7), zorder=zorder)

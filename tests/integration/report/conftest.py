@@ -1,8 +1,6 @@
 """One micro run and one micro sweep (2 runs), made once per session, shared by the report, TensorBoard and
 browser tests (seconds each at one thread)."""
 
-import os
-
 import pytest
 import yaml
 
@@ -15,19 +13,7 @@ MICRO_SWEEP = {
 
 
 @pytest.fixture(scope="session")
-def report_probe_cache(tmp_path_factory):
-    path = tmp_path_factory.getbasetemp() / "probe-cache"
-    old = os.environ.get("CONCEPTLAB_CACHE")
-    os.environ["CONCEPTLAB_CACHE"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("CONCEPTLAB_CACHE", None)
-    else:
-        os.environ["CONCEPTLAB_CACHE"] = old
-
-
-@pytest.fixture(scope="session")
-def micro_run(tmp_path_factory, report_probe_cache):
+def micro_run(tmp_path_factory, probe_cache):
     """A finished `micro` run folder (TensorBoard on, the default), with its report."""
     from conceptlab.experiments.loading import load_config
     from conceptlab.experiments.runner import run_experiment
@@ -38,7 +24,7 @@ def micro_run(tmp_path_factory, report_probe_cache):
 
 
 @pytest.fixture(scope="session")
-def micro_sweep(tmp_path_factory, report_probe_cache):
+def micro_sweep(tmp_path_factory, probe_cache):
     """A finished two-run micro sweep (one worker), with its report and its runs' reports."""
     from conceptlab.experiments.executors import LocalExecutor
     from conceptlab.experiments.sweep import expand, run_sweep

@@ -40,7 +40,7 @@ def test_a_micro_run_logs_scalars_images_and_config_to_tensorboard(micro_run):
 
 
 @pytest.mark.slow
-def test_tensorboard_switched_off_writes_no_event_file_and_keeps_the_training_hash(tmp_path, report_probe_cache):
+def test_tensorboard_switched_off_writes_no_event_file_and_keeps_the_training_hash(tmp_path, probe_cache):
     from conceptlab.experiments.runner import run_experiment
 
     on = load_config("micro", ["train.steps=10", "train.checkpoint_steps=[10]"])

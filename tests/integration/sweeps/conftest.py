@@ -27,19 +27,6 @@ MICRO_SWEEP = {
 
 
 @pytest.fixture(scope="session")
-def probe_cache(tmp_path_factory):
-    """The probe cache the CLI tests also use (so the micro probe is trained once per session)."""
-    path = tmp_path_factory.getbasetemp() / "probe-cache"
-    old = os.environ.get("CONCEPTLAB_CACHE")
-    os.environ["CONCEPTLAB_CACHE"] = str(path)
-    yield path
-    if old is None:
-        os.environ.pop("CONCEPTLAB_CACHE", None)
-    else:
-        os.environ["CONCEPTLAB_CACHE"] = old
-
-
-@pytest.fixture(scope="session")
 def micro_spec(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("spec") / "micro-sweep.yaml"
     path.write_text(yaml.safe_dump(MICRO_SWEEP))
