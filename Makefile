@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install bench clean
+.PHONY: demo test test-fast install bench findings findings-quick clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,15 @@ test: $(STAMP)
 # the fast lane: unit tests only (tests/unit), no training runs beyond a few steps
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load tests/unit
+
+# every finding beside its controls (experiments/findings.yaml): runs the suite's report seeds (resumable, runs reused
+# only when config and code versions match), writes findings/findings.md and findings/report.html; hours on 2 cores.
+# `make findings-quick`: CI-size presets, one seed each (~15 min), into findings/quick
+findings: $(STAMP)
+	$(VENV)/bin/conceptlab findings
+
+findings-quick: $(STAMP)
+	$(VENV)/bin/conceptlab findings --quick
 
 # each bench times ours against the authors' regime in the same process (docs/benchmarks.md); minutes to an hour on a CPU
 bench: $(STAMP)

@@ -101,7 +101,8 @@ def measurements(preset: str, overrides: list[str], sample_steps: int, scratch: 
     raise SystemExit(f"{preset}: data.kind {kind} has no evaluation model here")
 
 
-def predict(preset: str, overrides: list[str], steps: int) -> None:
+def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
+    """Print each term of the predicted wall time of one run of `preset`; returns the terms in seconds."""
     cfg, dgp = benchlib.load(preset, overrides)
     tr = cfg.train
     schedule = checkpoint_schedule(tr)
@@ -187,6 +188,7 @@ def predict(preset: str, overrides: list[str], steps: int) -> None:
         terms["evaluation"] = eval_total
     total = sum(terms.values())
     print(f"  predicted wall time: {hms(total)} = " + " + ".join(f"{k} {hms(v)}" for k, v in terms.items()))
+    return terms
 
 
 def main() -> None:

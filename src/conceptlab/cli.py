@@ -557,6 +557,154 @@ def _percolation_fits(sizes: list[float], thresholds: list[float], spacing: floa
                           f"over the {gigabytes(room)} GB available")
 
 
+# ---------------------------------------------------------------- the findings suite
+
+def _predict_paper_scale(p, console) -> float | None:
+    """Predicted seconds of a paper-scale plan on this machine from the performance bench's predictor
+    (bench/predict_run_time.py, measured now: one timed training step and the evaluation at 1–2 sampler steps per
+    run set, times its runs); None when the bench is not in this checkout."""
+    import importlib.util
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    if not (bench / "predict_run_time.py").is_file():
+        return None
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("predict_run_time", bench / "predict_run_time.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        total = 0.0
+        for s in p.sets.values():
+            if s.sweep is None:
+                continue
+            source = s.spec.paper
+            base = source.preset or _sweep_base(source.sweep)
+            terms = module.predict(base, list(source.overrides), 1)
+            total += sum(terms.values()) * len(s.sweep.runs)
+            console.print(f"run set {s.name}: {len(s.sweep.runs)} runs × {sum(terms.values()) / 3600:.1f} h",
+                          markup=False)
+        return total
+    finally:
+        sys.path.remove(str(bench))
+
+
+def _sweep_base(sweep: str) -> str:
+    from conceptlab.experiments.sweep import parse_spec
+
+    return parse_spec(sweep).base
+
+
+@app.command()
+def findings(
+    names: Optional[list[str]] = typer.Argument(None, help="findings to run (default: every one; see --list)"),
+    quick: bool = typer.Option(False, "--quick", help="CI-size presets, one report seed per finding (a smoke run)"),
+    scale: str = typer.Option("full", help="quick | full | paper (paper: the paper-scale presets, for a GPU or a "
+                              "cluster)"),
+    root: Optional[Path] = typer.Option(None, help="output folder (default: findings, findings/quick or "
+                                        "findings/paper)"),
+    suite: Optional[Path] = typer.Option(None, help="a suite YAML of your own (default: the shipped one)"),
+    executor: str = typer.Option("local", help="local | slurm"),
+    workers: Optional[int] = typer.Option(None, help="local: worker processes (default: CPU cores)"),
+    threads: Optional[int] = typer.Option(None, help="torch threads per run (default: cores // workers)"),
+    reuse: bool = typer.Option(True, help="reuse finished runs whose config and code versions match (--no-reuse: "
+                               "every run fresh, in a new folder)"),
+    yes: bool = typer.Option(False, "--yes", help="run a paper-scale suite on a CPU after its predicted wall time"),
+    list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
+    progress: bool = typer.Option(True, help="show progress bars"),
+) -> None:
+    """Regenerate every finding with its controls: run the suite's run sets (resumable; a run is reused only when
+    its config and the code's analysis versions match), evaluate each pass criterion over the report seeds and
+    write `findings.md`, `report.html` and `findings.json` (verdict per finding, per-seed values beside the binding
+    control, the command, machine, precision and time)."""
+    import time as _time
+
+    from conceptlab.experiments.executors import ExecutorError, ExecutorOptions, make_executor
+    from conceptlab.experiments.findings import evaluate_suite, load_suite, plan, run_plan, write_findings
+
+    if quick:
+        if scale not in ("full", "quick"):
+            _fail("--quick and --scale paper contradict each other")
+        scale = "quick"
+    if scale not in ("quick", "full", "paper"):
+        _fail(f"--scale must be quick, full or paper, got {shown(scale)}")
+    if executor not in ("local", "slurm"):
+        _fail(f"unknown executor {shown(executor)}; choose local or slurm")
+    for label, value in (("--workers", workers), ("--threads", threads)):
+        if value is not None and not 1 <= value <= MAX_WORKERS:
+            _fail(f"{label} must be between 1 and {MAX_WORKERS}, got {value}")
+    try:
+        spec = load_suite(None if suite is None else str(suite))
+    except (ConfigError, ValueError) as err:
+        _fail(str(err))
+    if list_:
+        table = Table("finding", "paper", "setup", "binding control", box=None)
+        for f in spec.findings:
+            table.add_row(f.name, f.paper, f.setup or f.status, f.control or "—")
+        console.print(table)
+        return
+    out = root or Path("findings" if scale == "full" else f"findings/{scale}")
+    runs_folder = "runs" if reuse else "runs-" + _time.strftime("%Y%m%d-%H%M%S")
+    try:
+        from conceptlab.experiments.runner import check_runs_dir
+
+        check_runs_dir(out, "--root")
+        p = plan(spec, list(names or []), scale, out, runs_folder)
+    except (ConfigError, ValueError) as err:
+        _fail(str(err))
+    table = Table("run set", "runs", "seeds", "folder", box=None)
+    for s in p.sets.values():
+        table.add_row(s.name, "analytic" if s.sweep is None else str(len(s.sweep.runs)),
+                      ", ".join(map(str, s.seeds)), str(s.root))
+    console.print(table)
+    for name, why in p.skipped.items():
+        console.print(f"not run: {name} ({why})", markup=False)
+    if dry_run:
+        return
+    if scale == "paper" and not yes:
+        import torch
+
+        if not torch.cuda.is_available() and executor == "local":
+            console.print("--scale paper on a CPU: predicting its wall time from the performance bench "
+                          "(a few timed steps per run set)…", markup=False)
+            seconds = _predict_paper_scale(p, console)
+            if seconds is None:
+                console.print("no bench/predict_run_time.py in this checkout: the wall time is not predicted",
+                              markup=False)
+            else:
+                console.print(f"predicted wall time on this CPU: {seconds / 3600:.1f} h (one run at a time)",
+                              markup=False)
+            console.print("rerun with --yes to run it here", markup=False)
+            raise typer.Exit(code=0)
+    options = ExecutorOptions(kind=executor, workers=workers, threads=threads)
+    try:
+        runner_ = make_executor(executor, out, options, workers=workers)
+    except ExecutorError as err:
+        _fail(str(err))
+    began = _time.perf_counter()
+    try:
+        result = run_plan(p, runner_, progress=progress, console=console)
+    except ExecutorError as err:
+        _fail(str(err))
+    evaluated = evaluate_suite(p)
+    wall = _time.perf_counter() - began
+    write_findings(evaluated, out, wall)
+    verdicts = Table("finding", "setup", "verdict", "seeds passing", "run time", box=None)
+    from conceptlab.report.findings import VERDICT_MARK, _hms, _passing
+
+    for f in evaluated["findings"]:
+        verdicts.add_row(f["name"], f.get("setup") or "—", VERDICT_MARK[f["verdict"]], _passing(f),
+                         _hms(f.get("run_seconds")))
+    console.print(verdicts)
+    console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now, "
+                  f"{len(result['failed'])} failed; wall time {wall / 60:.1f} min", markup=False)
+    console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
+    if result["failed"]:
+        for run_id, error in result["failed"].items():
+            console.print(f"failed {run_id}: {one_line(str(error))}", markup=False, soft_wrap=True)
+        raise typer.Exit(code=1)
+
+
 # ---------------------------------------------------------------- sweeps and the results store
 
 runs_app = typer.Typer(no_args_is_help=True, help="The runs under a root: list, query (SQL), show one, migrate.")

@@ -17,3 +17,45 @@ def probe_cache(tmp_path_factory):
         os.environ.pop("CONCEPTLAB_CACHE", None)
     else:
         os.environ["CONCEPTLAB_CACHE"] = old
+
+
+MICRO_FINDINGS = {
+    "description": "two micro run sets for the findings tests",
+    "runs": {
+        "short": {"preset": "micro", "seeds": [100, 101], "overrides": ["train.steps=20"]},
+        "long": {"preset": "micro", "seeds": [100, 101], "overrides": ["train.steps=30"]},
+    },
+    "findings": [
+        {"name": "shorter-runs-end-earlier", "paper": "test", "claim": "a 20-step run ends before a 30-step one",
+         "setup": "fast", "control": "the 30-step runs",
+         "criteria": [{"name": "ends-earlier", "statement": "final step 20 < 30",
+                       "value": {"runs": "short", "path": "final_step"},
+                       "control": {"runs": "long", "path": "final_step"}, "direction": "less", "margin": 10},
+                      {"name": "accuracy-recorded", "statement": "the held-out class's color accuracy is at least 0",
+                       "value": {"runs": "short", "path": "final_accuracy.11/color"}, "threshold": 0.0,
+                       "direction": "greater"}]},
+        {"name": "shorter-runs-end-later", "paper": "test", "claim": "a false claim: it must not reproduce",
+         "setup": "fast", "control": "the 30-step runs",
+         "criteria": [{"name": "ends-later", "statement": "final step 20 > 30",
+                       "value": {"runs": "short", "path": "final_step"},
+                       "control": {"runs": "long", "path": "final_step"}, "direction": "greater"}]},
+    ],
+}
+
+
+@pytest.fixture(scope="session")
+def micro_findings(tmp_path_factory, probe_cache):
+    """`conceptlab findings` on a two-finding micro suite (4 micro runs, one worker): the output folder."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    folder = tmp_path_factory.mktemp("findings")
+    suite = folder / "suite.yaml"
+    suite.write_text(yaml.safe_dump(MICRO_FINDINGS, sort_keys=False))
+    out = folder / "out"
+    result = CliRunner().invoke(app, ["findings", "--suite", str(suite), "--root", str(out), "--workers", "1",
+                                      "--threads", "1", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    return {"suite": suite, "out": out, "output": result.output}

@@ -151,6 +151,13 @@ def _data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def image_html(path: Path, caption: str = "") -> str:
+    """One PNG embedded (the report stays one self-contained file), with a caption."""
+    uri = _data_uri(Path(path).read_bytes())
+    cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+    return f'<figure><img alt="{html.escape(Path(path).stem)}" src="{uri}">{cap}</figure>'
+
+
 def figures_html(folder: Path, base: Path) -> str:
     """Every PNG in `folder`, embedded, with a relative link to its vector file where there is one."""
     parts = []
@@ -241,6 +248,12 @@ def samples_html(path: Path, title: str, labels: list[str] | None = None) -> str
 
 
 # -- pages -----------------------------------------------------------------------------------------------------------
+
+def page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> str:
+    """A self-contained HTML page: title, subtitle (markup), a navigation bar and (key, heading, markup) sections
+    (empty ones left out), with the sortable-table script."""
+    return _page(title, subtitle, sections)
+
 
 def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> str:
     nav = "".join(f'<a href="#{key}">{html.escape(name)}</a>' for key, name, body in sections if body)

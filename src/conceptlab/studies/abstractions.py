@@ -583,6 +583,18 @@ class AbstractionsStudy(StudyBase):
 
     kind = "shapes3d"
     version = 3  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels)
+    summary_sections = frozenset({
+        "agreement", "attributes", "classifier_accuracy", "classifier_source", "classifier_trained_on",
+        "commitment_order", "commitment_order_claimed", "commitment_sigma", "commitment_tau", "commitment_tau_mi_final",
+        "conditional_accuracy", "controls", "evaluated_steps", "footprint", "footprint_order_spearman",
+        "largest_footprint", "largest_footprint_first", "largest_footprint_first_all", "mi_at_data", "signal",
+        "signal_order", "signal_order_spearman"})
+    run_tables = {
+        "abstractions": ("run", "step", "measure", "attribute", "tau", "sigma", "logsnr", "value", "stderr",
+                         "reference", "reference_name", "source"),
+        "commitment": ("run", "step", "measure", "attribute", "commitment_tau", "commitment_sigma", "commitment_logsnr",
+                       "start", "end", "level", "rank", "primary", "source"),
+    }
     order = 2
     data_config = Shapes3DDataConfig
     eval_fields = {

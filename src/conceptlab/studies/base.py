@@ -170,6 +170,11 @@ class StudyBase:
     data_config: type[DataSection] = DataSection
     eval_fields: Mapping[str, tuple[Any, Any]] = {}
     exclusive_sections: frozenset[str] = frozenset()
+    # what a findings criterion may read (experiments.findings checks a suite against these at load): the top-level
+    # sections the study adds to summary.json (empty: not declared, not checked) and its run-level tables with their
+    # columns (`<name>` in a column stands for a name part, e.g. `p_<concept>`)
+    summary_sections: frozenset[str] = frozenset()
+    run_tables: Mapping[str, tuple[str, ...]] = {}
 
     def complete_config(self, cfg) -> None:
         """Fill in defaults and refuse impossible combinations at config load (raise ValueError)."""

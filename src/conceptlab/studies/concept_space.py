@@ -169,6 +169,17 @@ class ConceptSpaceStudy(StudyBase):
 
     kind = "shapes"
     version = 3  # 1: before versions entered run ids (2026-12-01); 2: 2026-12-01; 3: plain (non-CFG) intervention
+    summary_sections = frozenset({"concepts", "concept_signal", "train_classes", "held_out_classes", "learning_time",
+                                  "mean_accuracy", "final_accuracy", "final_valid_fraction", "probe", "emergence"})
+    run_tables = {
+        "concept_space": ("run", "step", "class", "split", "concept", "target", "p_one", "accuracy", "valid_fraction",
+                          "n", "class_name"),
+        "learning_times": ("run", "split", "concept", "learning_time", "final_accuracy", "mean_accuracy", "threshold"),
+        "interventions": ("run", "step", "target", "intervention", "variant", "guidance_scale", "stream", "n", "score",
+                          "hit_rate", "valid_fraction", "p_<concept>", "image_scores", "target_name"),
+        "emergence": ("run", "target", "intervention", "step", "variant", "score", "hit_rate", "valid_fraction", "n"),
+        "matched_naive": ("run", "step", "score", "n", "stream", "target", "k"),
+    }
     # variants sample the conditional model under every guidance convention (under `diffusers` they had sampled the
     # unconditional one: scale 0)
     order = 0

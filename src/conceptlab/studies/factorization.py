@@ -466,6 +466,19 @@ class FactorizationStudy(StudyBase):
 
     kind = "bumps"
     version = 4  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls and the factorization measure;
+    summary_sections = frozenset({"accuracy_by_step", "betti", "betti_by_step", "chord_reference", "chord_tests",
+                                  "controls", "effective_dimension", "eigenvalues_final", "explained_variance_top4_final",
+                                  "final_accuracy", "persistence_top"})
+    run_tables = {
+        "composition": ("run", "step", "region", "x", "y", "joint", "n", "region_size", "x_error", "y_error", "located"),
+        "geometry": ("run", "step", "hook", "t", "effective_dimension", "explained_variance_top4", "points", "features",
+                     "eigenvalue_<k>", "additive_share", "additive_chance", "subspace_overlap", "subspace_max_cosine",
+                     "betti_<d>", "h1_bar_<k>", "h2_bar_<k>"),
+        "geometry_controls": ("run", "step", "source", "points", "features", "effective_dimension",
+                              "explained_variance_top4", "additive_share", "additive_chance", "subspace_overlap",
+                              "subspace_max_cosine", "orthogonality", "parallelism_x", "parallelism_y", "parallelism",
+                              "betti_<d>", "h1_bar_<k>", "h2_bar_<k>", "torus"),
+    }
     # 4: the encoding_map control seeded by the run's train_seed
     order = 1
     data_config = BumpsDataConfig

@@ -61,7 +61,8 @@ def _render(browser, report, shot):
 
 
 @pytest.mark.slow
-def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro_run, micro_sweep, tmp_path):
+def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro_run, micro_sweep, micro_findings,
+                                                                tmp_path):
     with Browser(chromium, tmp_path / "profile") as browser:
         for name, report in (("run", micro_run / "report.html"), ("sweep", micro_sweep / "report.html")):
             state = _render(browser, report, tmp_path / f"{name}.png")
@@ -78,6 +79,13 @@ def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro
                 assert state["sliders"] == 1
                 slide = browser.evaluate(SLIDE)
                 assert slide["changed"] and slide["label"] == "step 10", slide
+        # the findings report (`conceptlab findings`): verdict table, one section per finding, embedded figures
+        report = micro_findings["out"] / "report.html"
+        state = _render(browser, report, tmp_path / "findings.png")
+        assert browser.errors() == [] and state["broken"] == [] and state["empty"] == [], state
+        assert state["tables"] >= 3 and state["images"] >= 2, state
+        outside = [u for u in browser.requests() if not u.startswith(("data:", report.as_uri()))]
+        assert outside == [], outside
         # every run of the sweep: its own report, opened from the sweep's link
         for run_report in sorted(micro_sweep.glob("*/report.html")):
             state = _render(browser, run_report, tmp_path / f"sweep-run-{run_report.parent.name}.png")

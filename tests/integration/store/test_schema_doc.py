@@ -125,3 +125,36 @@ def test_config_columns_are_the_config_keys_dotted_and_documented(micro_store):
     undocumented = [c for c in config
                     if not any(".".join(c.split(".")[:i]) in keys for i in range(len(c.split(".")), 1, -1))]
     assert not undocumented, undocumented
+
+
+@pytest.mark.slow
+def test_the_studies_declare_the_summary_sections_and_tables_their_runs_write(micro_store, tmp_path_factory):
+    """The findings suite is checked at load against each study's `summary_sections` and `run_tables`
+    (experiments.findings): every section and table column a micro run writes is declared, so a criterion naming
+    one is accepted, and every declared table column is one a run writes (a declared pattern `<name>` matches a name
+    part), so a criterion on a column no table has is refused."""
+    import json
+
+    from conceptlab.experiments.findings import COMMON_SECTIONS, column_declared
+    from conceptlab.studies import study_for
+
+    root = tmp_path_factory.getbasetemp()
+    problems = []
+    for summary_path in sorted(root.rglob("schema-runs*/*/summary.json")):
+        folder = summary_path.parent
+        summary = json.loads(summary_path.read_text())
+        study = study_for(summary["kind"])
+        extra = set(summary) - set(study.summary_sections) - COMMON_SECTIONS
+        problems += [f"{summary['kind']}: summary section {k!r} not in summary_sections" for k in sorted(extra)]
+        for name, declared in study.run_tables.items():
+            table = folder / f"{name}.parquet"
+            if not table.is_file():
+                continue
+            import pandas as pd
+
+            columns = list(pd.read_parquet(table).columns)
+            problems += [f"{summary['kind']}: {name}.{c} not declared" for c in columns if not column_declared(c, declared)]
+            problems += [f"{summary['kind']}: {name}.{d} declared, not written" for d in declared
+                         if "<" not in d and d not in columns]
+    assert len(list(root.rglob("schema-runs*/*/summary.json"))) >= 3
+    assert not problems, problems

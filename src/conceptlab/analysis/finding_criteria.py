@@ -1,0 +1,155 @@
+"""A finding's pass criterion over report seeds, on plain numbers: censored values, trends, margins, verdicts.
+
+A criterion compares, on every report seed, a value of the trained model with the same kind of value of its binding
+control (or with a fixed threshold) in a direction fixed before the report seeds were run:
+
+- `greater`: value − control ≥ margin,
+- `less`:    control − value ≥ margin,
+- `holds`:   the value itself is true (a truth value the study computed, e.g. "departs from every control").
+
+A negative margin is a tolerance: `greater` with margin −0.1 reads "the value is not more than 0.1 below the
+control" (how an absence is claimed, e.g. "guidance does not help before the transition").
+
+**Censored values.** An event that did not happen within a run (an emergence step, a learning time) is recorded as
+missing. A criterion says what a missing value stands for: `censored: high` (later than every step measured, +∞),
+`low` (−∞; e.g. the lower end of a gap whose intervention never emerged) or `none` (missing means not measured, and
+the seed fails: a criterion is never passed by a run that did not measure it). With censoring, a seed passes when
+the comparison is decided whatever the true value is: a finite value before a censored control's +∞ passes a `less`
+criterion; two censored values (neither event happened) decide nothing, and the seed fails.
+
+**Trends.** `trend(xs, ys)` is Spearman's rank correlation of a value with a config axis over one seed's runs
+(censored values rank beyond every finite one; ties share their mean rank); NaN when either side is constant.
+
+**Verdict rule.** Over seeds, `reproduced` when at least `min_seeds` pass (every seed by default), `not reproduced`
+when none does, `mixed` otherwise; a finding with several criteria is `reproduced` when every criterion is,
+`not reproduced` when none is reproduced and none is mixed, `mixed` otherwise.
+
+Pure functions on plain numbers; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from conceptlab.analysis.control_claims import DIRECTIONS, VERDICTS, verdict
+
+CENSORING = ("none", "high", "low")
+ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
+__all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "SeedResult", "uncensor", "compare", "trend", "evaluate",
+           "finding_verdict", "spread"]
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    seed: int
+    value: float | bool | None     # the trained model's value (±inf: censored)
+    control: float | None          # the control's value or the threshold (±inf: censored)
+    difference: float | None       # in the criterion's direction: ≥ margin passes (±inf when one side is censored)
+    passed: bool
+    note: str = ""                 # why a seed failed without a difference: "not measured", "both censored"
+
+
+def uncensor(x, censored: str = "none") -> float | None:
+    """A number, ±inf for a missing value under `censored` high / low, or None (missing and not censored)."""
+    if censored not in CENSORING:
+        raise ValueError(f"censored must be one of {CENSORING}, got {censored!r}")
+    if x is None or isinstance(x, bool) or (isinstance(x, float) and math.isnan(x)):
+        return math.inf if censored == "high" else -math.inf if censored == "low" else None
+    return float(x)
+
+
+def compare(seed: int, value, control, direction: str, margin: float) -> SeedResult:
+    """One seed: the difference in the criterion's direction and whether it clears `margin`. `value` and `control`
+    are numbers already uncensored (±inf allowed) or None (not measured); for `holds`, `value` is a truth value."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    if direction == "holds":
+        if value is None:
+            return SeedResult(seed, None, None, None, False, "not measured")
+        return SeedResult(seed, bool(value), None, None, value is True or value == 1)
+    if value is None or control is None:
+        return SeedResult(seed, value, control, None, False, "not measured")
+    if math.isinf(value) and math.isinf(control) and (value > 0) == (control > 0):
+        return SeedResult(seed, value, control, None, False, "both censored")
+    diff = value - control if direction == "greater" else control - value
+    return SeedResult(seed, value, control, diff, diff >= margin - ROUNDING * max(1.0, abs(margin)))
+
+
+def trend(xs: Sequence[float], ys: Sequence[float | None]) -> float:
+    """Spearman's ρ of ys against xs (ys may hold ±inf for censored values; None or NaN pairs are dropped);
+    NaN with fewer than 3 pairs or when either side is constant."""
+    pairs = [(float(x), float(y)) for x, y in zip(xs, ys) if y is not None and not math.isnan(float(y))]
+    if len(pairs) < 3:
+        return math.nan
+    x = rankdata([p[0] for p in pairs])
+    y = rankdata([p[1] for p in pairs])
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def spread(values: Sequence[float]) -> dict:
+    """n, mean, sd (ddof 1; None for one value), min, max of the finite values (censored ones counted apart)."""
+    finite = [float(v) for v in values if v is not None and not isinstance(v, bool) and math.isfinite(float(v))]
+    censored = sum(1 for v in values if v is not None and not isinstance(v, bool) and math.isinf(float(v)))
+    if not finite:
+        return {"n": 0, "censored": censored, "mean": None, "sd": None, "min": None, "max": None}
+    return {"n": len(finite), "censored": censored, "mean": float(np.mean(finite)),
+            "sd": float(np.std(finite, ddof=1)) if len(finite) > 1 else None,
+            "min": min(finite), "max": max(finite)}
+
+
+def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | float | None, direction: str,
+             margin: float = 0.0, min_seeds: int | None = None, censored: str = "none",
+             control_censored: str = "none") -> dict:
+    """One criterion over seeds. `values`: seed → the trained model's value (missing seeds: pass None);
+    `controls`: seed → the control's value (a missing seed fails), a fixed threshold (a number), or None for `holds`.
+    Returns the per-seed results (as dicts), passed / of, the verdict, and the spread of values, controls and
+    differences."""
+    if not math.isfinite(margin):
+        raise ValueError(f"margin must be a finite number, got {margin}")
+    if not values:
+        raise ValueError("a criterion needs at least one seed")
+    if direction != "holds" and controls is None:
+        raise ValueError(f"direction {direction!r} needs a control or a threshold")
+    rows = []
+    for seed in sorted(values):
+        if direction == "holds":
+            raw = values[seed]
+            rows.append(compare(seed, None if raw is None or (isinstance(raw, float) and math.isnan(raw)) else raw,
+                                None, direction, margin))
+            continue
+        v = uncensor(values[seed], censored)
+        if isinstance(controls, Mapping):
+            c = uncensor(controls.get(seed), control_censored)
+        else:
+            c = float(controls)
+        rows.append(compare(seed, v, c, direction, margin))
+    return {
+        "seeds": [asdict(r) for r in rows],
+        "passed": sum(r.passed for r in rows),
+        "of": len(rows),
+        "verdict": verdict([r.passed for r in rows], min_seeds),
+        "values": spread([r.value for r in rows if not isinstance(r.value, bool)]) if direction != "holds" else None,
+        "controls": spread([r.control for r in rows]) if isinstance(controls, Mapping) else None,
+        "differences": spread([r.difference for r in rows]),
+    }
+
+
+def finding_verdict(verdicts: Sequence[str]) -> str:
+    """`reproduced` when every criterion is, `not reproduced` when every one is not, `mixed` otherwise."""
+    if not verdicts:
+        raise ValueError("a finding needs at least one criterion")
+    bad = set(verdicts) - set(VERDICTS)
+    if bad:
+        raise ValueError(f"unknown verdicts {sorted(bad)}; allowed: {VERDICTS}")
+    if all(v == "reproduced" for v in verdicts):
+        return "reproduced"
+    if all(v == "not reproduced" for v in verdicts):
+        return "not reproduced"
+    return "mixed"

@@ -1,0 +1,778 @@
+"""The findings suite: every finding this bench claims, its runs, binding control and pass criterion, as data.
+
+The suite (`conceptlab/experiments/findings.yaml`, or a user's YAML of the same shape) has two parts:
+
+    runs:                                   # named run sets, each a preset or a shipped sweep over report seeds
+      hidden-emergence:
+        sweep: hidden-emergence-tiny        # or preset: NAME, or analytic: package.module:function (+ args)
+        seeds: [100, 101, 102, 103, 104]    # report seeds, declared before they were run
+        settings_seeds: [0, 1, 2, 3, 4, 5]  # the seeds the settings were chosen on (refused as report seeds)
+        overrides: []                       # key=value applied to every run of the set
+        quick: {overrides: [...], seeds: [100]}      # the CI-size variant (`--quick`; default: the first seed)
+        paper: {preset: hidden-emergence-paper}      # the paper-scale variant (`--scale paper`), if there is one
+    findings:
+      - name: hidden-emergence
+        paper: Park et al. 2024
+        claim: "..."
+        setup: fast                         # paper | fast: checked against the configs (concept-space runs)
+        control: "the bias-matched naive baseline"    # the binding control, or `none` with a `reason`
+        criteria:
+          - name: over-prompting-before-matched-naive
+            statement: "..."
+            value: {runs: hidden-emergence, path: emergence.targets.11.matched.over_prompting.gap_low,
+                    censored: low}
+            threshold: 0                    # or control: {runs: ..., path: ...}
+            direction: greater              # greater | less | holds (analysis.finding_criteria)
+            margin: 1
+            min_seeds: null                 # seeds that must pass (default: every report seed)
+
+A value is read per report seed from each run's `summary.json` (`path`), from a run-level table (`table`,
+`column`, `where`, `step`: first | last | a step), from a function of the set's runs (`compute`: an import path),
+or as a trend over one seed's runs (`across`: a config key; Spearman's ρ). `config:` picks runs of a sweep by
+their config values. `claims_from: RUNSET` takes every claim of that sweep's `controls` block as a criterion.
+
+`load_suite` validates everything it can before a run starts and names the first problem in one line: an unknown
+preset or sweep, a run set no finding uses or a finding uses without defining, a summary section or table column
+the study does not write, a finding with neither a control nor a reason, a declared setup the configs contradict.
+
+`plan` turns the suite into one sweep per run set (`experiments.sweep`: stable run ids from the config and the code's
+analysis versions, so a run is reused only when both match); `run_plan` runs every pending run on one executor;
+`evaluate_suite` reads the finished runs and evaluates every criterion (`analysis.finding_criteria`);
+`write_findings` writes findings.json, findings.md, report.html and one figure per finding (`report.findings`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from conceptlab.analysis import finding_criteria
+from conceptlab.config_base import StrictConfig as _Strict
+from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.loading import ConfigError, load_config, parse_yaml, preset_names, read_text_file
+from conceptlab.experiments.provenance import cpu_model, git_state, package_version
+from conceptlab.experiments.sweep import Sweep, expand, parse_spec, sweep_names, write_manifest
+from conceptlab.messages import one_line, shown
+from conceptlab.plugins import PluginError, is_import_path, resolve
+from conceptlab.store.files import read_json, read_parquet, write_json
+from conceptlab.store.run_folder import RunFolder
+
+SUITE = "findings.yaml"
+SCALES = ("quick", "full", "paper")
+RESULTS = "findings.json"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9\-]*$")
+# keys every run's summary has, whatever its study (the run driver writes them)
+COMMON_SECTIONS = frozenset({"run", "name", "kind", "config_hash", "training_images", "parameters", "device", "bf16",
+                             "threads", "provenance", "seconds", "invocations", "seconds_all_invocations",
+                             "disk_bytes", "figures", "final_step", "checkpoints"})
+
+
+# -- the spec ----------------------------------------------------------------------------------------------------------
+
+class Variant(_Strict):
+    """A run set at another scale: `quick` adds its overrides to the set's and runs its seeds (default: the first
+    report seed); `paper` replaces the preset or sweep (and its overrides) and runs its seeds (default: the set's)."""
+
+    preset: str | None = None
+    sweep: str | None = None
+    overrides: list[str] = Field(default_factory=list)
+    seeds: list[int] | None = Field(None, min_length=1)
+    skip: str = Field("", description="not run at this scale, and why")
+
+
+class RunSetSpec(_Strict):
+    """Runs of one preset, one shipped sweep or one analytic function, over report seeds."""
+
+    description: str = ""
+    preset: str | None = None
+    sweep: str | None = None
+    analytic: str | None = Field(None, description="package.module:function(seed=..., **args) → a summary dict")
+    args: dict[str, Any] = Field(default_factory=dict)
+    overrides: list[str] = Field(default_factory=list)
+    seeds: list[int] = Field(min_length=1)
+    settings_seeds: list[int] = Field(default_factory=list)
+    quick: Variant = Field(default_factory=Variant)
+    paper: Variant | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "RunSetSpec":
+        given = [k for k in ("preset", "sweep", "analytic") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of preset, sweep or analytic (got {given or 'none'})")
+        if self.args and self.analytic is None:
+            raise ValueError("args are for an analytic run set")
+        if self.analytic is not None and (self.overrides or self.quick.overrides):
+            raise ValueError("an analytic run set has args, not overrides")
+        reused = sorted(set(self.seeds) & set(self.settings_seeds))
+        if reused:
+            raise ValueError(f"seeds {reused} chose the settings (settings_seeds): report on other seeds")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"report seeds repeat: {self.seeds}")
+        if self.paper is not None and (self.paper.preset is None) == (self.paper.sweep is None):
+            raise ValueError("paper: give exactly one of preset or sweep")
+        return self
+
+
+class Selector(_Strict):
+    """Where a criterion's value comes from, per report seed."""
+
+    runs: str
+    path: str | None = Field(None, description="a dotted path into each run's summary.json")
+    table: str | None = Field(None, description="a run-level table (<name>.parquet)")
+    column: str | None = None
+    where: dict[str, Any] = Field(default_factory=dict, description="table rows: column → value")
+    step: Literal["first", "last"] | int | None = Field(None, description="table rows: the checkpoint to read")
+    compute: str | None = Field(None, description="package.module:function(runs, **args) → {seed: value}")
+    args: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict, description="pick the set's runs by config value")
+    across: str | None = Field(None, description="a config key: the value is Spearman's ρ of the value against it")
+    censored: Literal["none", "high", "low"] = "none"
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Selector":
+        given = [k for k in ("path", "table", "compute") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a value needs exactly one of path, table or compute (got {given or 'none'})")
+        if self.table is not None and self.column is None:
+            raise ValueError(f"table {self.table!r}: name the column to read")
+        if self.table is None and (self.column or self.where or self.step is not None):
+            raise ValueError("column, where and step are for a table value")
+        if self.compute is not None and self.across is not None:
+            raise ValueError("a computed value is already one per seed; across is for a path or table value")
+        if self.compute is None and self.args:
+            raise ValueError("args are for a computed value")
+        return self
+
+
+class CriterionSpec(_Strict):
+    """One pass criterion of a finding, written before its report seeds were run."""
+
+    name: str
+    statement: str
+    value: Selector
+    control: Selector | None = None
+    threshold: float | None = None
+    direction: Literal["greater", "less", "holds"]
+    margin: float = Field(0.0, description="≥ margin passes; a negative margin is a tolerance (\"not more than\")")
+    min_seeds: int | None = Field(None, ge=1)
+    restated: str = Field("", description="what holds instead when the criterion is not reproduced")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "CriterionSpec":
+        if not _NAME.match(self.name):
+            raise ValueError(f"criterion name {self.name!r}: lower-case letters, digits and '-' only")
+        if self.direction == "holds":
+            if self.control is not None or self.threshold is not None:
+                raise ValueError(f"criterion {self.name}: a 'holds' criterion has no control or threshold")
+        elif (self.control is None) == (self.threshold is None):
+            raise ValueError(f"criterion {self.name}: direction {self.direction!r} needs exactly one of control "
+                             "(a binding control's value) or threshold (a fixed number)")
+        return self
+
+
+class FindingSpec(_Strict):
+    """One finding: what it claims, the setup, its binding control and its criteria."""
+
+    name: str
+    paper: str
+    claim: str
+    setup: Literal["paper", "fast"] | None = None
+    status: Literal["implemented", "not implemented"] = "implemented"
+    control: str | None = Field(None, description="the binding control, or 'none' (then give a reason)")
+    reason: str = ""
+    criteria: list[CriterionSpec] = Field(default_factory=list)
+    claims_from: str | None = Field(None, description="a run set (a sweep with a controls block): its claims")
+    headline: str = Field("", description="how the headline sentence reads the criteria")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "FindingSpec":
+        if not _NAME.match(self.name):
+            raise ValueError(f"finding name {self.name!r}: lower-case letters, digits and '-' only")
+        if self.status == "not implemented":
+            if not self.reason or self.criteria or self.claims_from:
+                raise ValueError(f"finding {self.name}: a finding not implemented gives a reason and no criteria")
+            return self
+        if self.setup is None:
+            raise ValueError(f"finding {self.name}: say which setup made it (setup: paper | fast)")
+        if not self.criteria and not self.claims_from:
+            raise ValueError(f"finding {self.name}: no criteria (give criteria or claims_from)")
+        if self.control is None:
+            raise ValueError(f"finding {self.name}: name its binding control, or write 'control: none' with a reason")
+        if self.control == "none" and not self.reason.strip():
+            raise ValueError(f"finding {self.name}: 'control: none' needs a reason (why no control applies)")
+        if self.control != "none" and not self.claims_from and not any(c.control for c in self.criteria):
+            raise ValueError(f"finding {self.name}: its binding control {self.control!r} is compared by no "
+                             "criterion (give a criterion a control value)")
+        names = [c.name for c in self.criteria]
+        if len(set(names)) != len(names):
+            raise ValueError(f"finding {self.name}: criterion names repeat: {names}")
+        return self
+
+
+class Suite(_Strict):
+    description: str = ""
+    runs: dict[str, RunSetSpec]
+    findings: list[FindingSpec] = Field(min_length=1)
+
+
+# -- loading and validation --------------------------------------------------------------------------------------------
+
+def suite_text(source: str | None = None) -> tuple[str, str]:
+    """(where, YAML text) of the shipped suite or a YAML file."""
+    if source is None:
+        return f"the shipped suite ({SUITE})", (resources.files("conceptlab.experiments") / SUITE).read_text()
+    return f"suite {shown(source)}", read_text_file(Path(source), "findings suite")
+
+
+def _first_error(err: ValidationError, where: str) -> str:
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"])
+    msg = first["msg"].removeprefix("Value error, ")
+    return one_line(f"{where}: {loc}: {msg}" if loc else f"{where}: {msg}")
+
+
+def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
+    """The suite, validated (ConfigError, one line, on the first problem). `check_configs` also loads every run
+    set's config to check the summary sections, tables and setups the criteria name."""
+    where, text = suite_text(source)
+    data = parse_yaml(text, where)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping with runs and findings")
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_first_error(err, where)) from None
+    names = [f.name for f in suite.findings]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: finding names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+    used: set[str] = set()
+    for finding in suite.findings:
+        for sel_where, sel in _selectors(finding):
+            if sel.runs not in suite.runs:
+                raise ConfigError(f"{where}: finding {finding.name}: {sel_where}: unknown run set {sel.runs!r}; "
+                                  f"defined: {', '.join(sorted(suite.runs))}")
+            used.add(sel.runs)
+        if finding.claims_from is not None:
+            if finding.claims_from not in suite.runs:
+                raise ConfigError(f"{where}: finding {finding.name}: claims_from: unknown run set "
+                                  f"{finding.claims_from!r}")
+            used.add(finding.claims_from)
+    unused = sorted(set(suite.runs) - used)
+    if unused:
+        raise ConfigError(f"{where}: run set {unused[0]!r} is used by no finding")
+    for name, runs in suite.runs.items():
+        _check_source(runs, f"{where}: run set {name}")
+    if check_configs:
+        _check_against_configs(suite, where)
+    return suite
+
+
+def _selectors(finding: FindingSpec) -> list[tuple[str, Selector]]:
+    out = []
+    for c in finding.criteria:
+        out.append((f"criterion {c.name} value", c.value))
+        if c.control is not None:
+            out.append((f"criterion {c.name} control", c.control))
+    return out
+
+
+def _check_source(runs: RunSetSpec, where: str) -> None:
+    for label, variant in (("", runs), ("paper: ", runs.paper)):
+        if variant is None:
+            continue
+        if variant.preset is not None and variant.preset not in preset_names() and not Path(variant.preset).is_file():
+            raise ConfigError(f"{where}: {label}unknown preset {shown(variant.preset)}; see `conceptlab preset ls`")
+        if variant.sweep is not None and variant.sweep not in sweep_names() and not Path(variant.sweep).is_file():
+            raise ConfigError(f"{where}: {label}unknown sweep {shown(variant.sweep)}; see `conceptlab sweep ls`")
+    if runs.analytic is not None:
+        if not is_import_path(runs.analytic):
+            raise ConfigError(f"{where}: analytic {shown(runs.analytic)} is not an import path (package.module:function)")
+        try:
+            fn = resolve(runs.analytic, "analytic function")
+        except PluginError as err:
+            raise ConfigError(f"{where}: {err}") from None
+        if not callable(fn):
+            raise ConfigError(f"{where}: analytic {runs.analytic!r} is not a function")
+
+
+def base_config(runs: RunSetSpec, overrides: list[str] | None = None) -> RunConfig | None:
+    """The config a run set's runs share before their axes (None for an analytic set)."""
+    if runs.analytic is not None:
+        return None
+    extra = list(runs.overrides) + list(overrides or [])
+    if runs.preset is not None:
+        return load_config(runs.preset, extra)
+    spec = parse_spec(runs.sweep)
+    return load_config(spec.base, spec.overrides + extra)
+
+
+def setup_of(cfg: RunConfig) -> str | None:
+    """`paper` when a concept-space config has every switch of Park et al.'s training on the authors' side, `fast`
+    when it has not, None for other studies (their setups are told apart by the preset, not by switches)."""
+    if cfg.data.kind != "shapes":
+        return None
+    d, m = cfg.diffusion, cfg.model
+    paper = (d.process == "vdm" and d.prediction == "eps" and cfg.train.ema_decay is None and not cfg.eval.use_ema
+             and float(m.prompt_shift) == 0.0 and float(m.prompt_scale) == 1.0)
+    return "paper" if paper else "fast"
+
+
+def _check_against_configs(suite: Suite, where: str) -> None:
+    from conceptlab.studies import study_for
+
+    kinds: dict[str, str | None] = {}
+    configs: dict[str, RunConfig | None] = {}
+    for name, runs in suite.runs.items():
+        try:
+            cfg = base_config(runs)
+        except ConfigError as err:
+            raise ConfigError(f"{where}: run set {name}: {err}") from None
+        configs[name] = cfg
+        kinds[name] = None if cfg is None else cfg.data.kind
+    for finding in suite.findings:
+        if finding.status != "implemented":
+            continue
+        sets = {s.runs for _, s in _selectors(finding)} | ({finding.claims_from} if finding.claims_from else set())
+        for name in sorted(sets):
+            cfg = configs[name]
+            made = None if cfg is None else setup_of(cfg)
+            if made is not None and made != finding.setup:
+                raise ConfigError(f"{where}: finding {finding.name}: declared setup {finding.setup!r}, but run set "
+                                  f"{name}'s config is the {made!r} setup (experiments.findings.setup_of)")
+        for sel_where, sel in _selectors(finding):
+            kind = kinds[sel.runs]
+            if kind is None:
+                continue
+            study = study_for(kind)
+            label = f"{where}: finding {finding.name}: {sel_where}"
+            if sel.path is not None:
+                sections = set(getattr(study, "summary_sections", ()) or ())
+                head = sel.path.split(".")[0]
+                if sections and head not in sections | COMMON_SECTIONS:
+                    raise ConfigError(f"{label}: a {kind} run's summary has no section {head!r} (it has: "
+                                      f"{', '.join(sorted(sections | COMMON_SECTIONS))})")
+            if sel.table is not None:
+                tables = dict(getattr(study, "run_tables", {}) or {})
+                if tables and sel.table not in tables:
+                    raise ConfigError(f"{label}: a {kind} run writes no table {sel.table!r} (it writes: "
+                                      f"{', '.join(sorted(tables))})")
+                columns = tables.get(sel.table, ())
+                for col in [sel.column, *sel.where]:
+                    if columns and not column_declared(col, columns):
+                        raise ConfigError(f"{label}: table {sel.table} has no column {col!r} (it has: "
+                                          f"{', '.join(sorted(columns))})")
+            if sel.compute is not None:
+                try:
+                    fn = resolve(sel.compute, "compute function")
+                except PluginError as err:
+                    raise ConfigError(f"{label}: {err}") from None
+                if not callable(fn):
+                    raise ConfigError(f"{label}: compute {sel.compute!r} is not a function")
+        if finding.claims_from is not None:
+            runs = suite.runs[finding.claims_from]
+            if runs.sweep is None or parse_spec(runs.sweep).controls is None:
+                raise ConfigError(f"{where}: finding {finding.name}: claims_from {finding.claims_from!r} must be a "
+                                  "run set of a sweep with a controls block")
+
+
+def column_declared(column: str, declared) -> bool:
+    """Whether `column` is one of a table's declared columns (`<name>` in a declared column matches a name part)."""
+    return any(re.fullmatch(re.sub(r"<[^>]+>", r"[A-Za-z0-9_]+", re.escape(d).replace(r"\<", "<").replace(r"\>", ">")),
+                            column) for d in declared)
+
+
+def select(suite: Suite, names: list[str] | None) -> list[FindingSpec]:
+    """The findings named (all when none); ConfigError naming an unknown one."""
+    if not names:
+        return list(suite.findings)
+    known = {f.name: f for f in suite.findings}
+    for n in names:
+        if n not in known:
+            raise ConfigError(f"unknown finding {shown(n)}; the suite has: {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+def claim_criteria(suite: Suite, finding: FindingSpec) -> list[CriterionSpec]:
+    """The finding's own criteria and, with claims_from, every claim of that sweep's controls block."""
+    out = list(finding.criteria)
+    if finding.claims_from is None:
+        return out
+    spec = parse_spec(suite.runs[finding.claims_from].sweep).controls
+    for claim in spec.claims:
+        value = Selector(runs=finding.claims_from, path=".".join(spec.value_path(claim, "trained")))
+        control = (None if claim.control is None else
+                   Selector(runs=finding.claims_from, path=".".join(spec.value_path(claim, claim.control))))
+        out.append(CriterionSpec(name=re.sub(r"[^a-z0-9\-]", "-", claim.name.lower()), statement=claim.statement,
+                                 value=value, control=control, direction=claim.direction, margin=claim.margin,
+                                 min_seeds=claim.min_seeds, restated=claim.restated))
+    return out
+
+
+# -- planning and running ------------------------------------------------------------------------------------------------
+
+@dataclass
+class PlannedSet:
+    name: str
+    spec: RunSetSpec
+    seeds: list[int]
+    root: Path
+    sweep: Sweep | None = None              # None for an analytic set
+    command: str = ""
+
+
+@dataclass
+class Plan:
+    suite: Suite
+    findings: list[FindingSpec]
+    scale: str
+    root: Path
+    sets: dict[str, PlannedSet] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # finding → why it is not run at this scale
+
+    def runs(self) -> list:
+        return [r for s in self.sets.values() if s.sweep is not None for r in s.sweep.runs]
+
+
+def _spec_yaml(name: str, runs: RunSetSpec, variant: Variant | None, seeds: list[int], scale: str) -> dict[str, Any]:
+    """The sweep spec a run set becomes: its preset or sweep, its overrides, the seeds axis set to its seeds."""
+    source = runs if variant is None or (variant.preset is None and variant.sweep is None) else variant
+    overrides = list(runs.overrides) + list(variant.overrides if variant is not None else [])
+    if scale == "paper" and variant is not None and (variant.preset or variant.sweep):
+        overrides = list(variant.overrides)
+    if source.preset is not None:
+        spec: dict[str, Any] = {"description": f"findings run set {name} ({scale})", "base": source.preset,
+                                "axes": {"seeds": seeds}, "overrides": overrides}
+        return spec
+    where = f"sweep {shown(source.sweep)}"
+    _, text = (f"sweep {source.sweep}", read_text_file(Path(source.sweep), "sweep spec")) \
+        if Path(source.sweep).is_file() else ("", (resources.files("conceptlab.experiments") / "sweeps"
+                                                    / f"{source.sweep}.yaml").read_text())
+    data = dict(parse_yaml(text, where) or {})
+    data.pop("name", None)
+    data.pop("root", None)
+    data["description"] = f"findings run set {name} ({scale}) from sweep {source.sweep}: " + str(data.get("description", ""))
+    axes = dict(data.get("axes") or {})
+    axes["seeds"] = seeds
+    data["axes"] = axes
+    base_overrides = data.get("overrides") or []
+    if isinstance(base_overrides, dict):
+        base_overrides = [f"{k}={json.dumps(v)}" for k, v in base_overrides.items()]
+    data["overrides"] = list(base_overrides) + overrides
+    return data
+
+
+def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root: Path | str = "findings",
+         runs_folder: str = "runs") -> Plan:
+    """One sweep per run set the chosen findings use, at `scale`, under `<root>/<runs_folder>/<set>/`; writes the
+    generated sweep specs under `<root>/specs/` and nothing else."""
+    if scale not in SCALES:
+        raise ConfigError(f"scale must be one of {', '.join(SCALES)}, got {shown(scale)}")
+    root = Path(root)
+    chosen = select(suite, names)
+    result = Plan(suite=suite, findings=chosen, scale=scale, root=root)
+    needed: dict[str, None] = {}
+    for f in chosen:
+        if f.status != "implemented":
+            result.skipped[f.name] = f"not implemented: {f.reason}"
+            continue
+        sets = [s.runs for _, s in _selectors(f)] + ([f.claims_from] if f.claims_from else [])
+        skipped = [f"{s}: {suite.runs[s].quick.skip}" for s in dict.fromkeys(sets) if suite.runs[s].quick.skip]
+        if scale == "quick" and skipped:
+            result.skipped[f.name] = "not at quick scale (" + "; ".join(skipped) + ")"
+            continue
+        if scale == "paper":
+            missing = [s for s in sets if suite.runs[s].paper is None and suite.runs[s].analytic is None]
+            if missing:
+                result.skipped[f.name] = f"no paper-scale run set for {', '.join(sorted(set(missing)))}"
+                continue
+        for s in sets:
+            needed[s] = None
+    specs = root / "specs"
+    for name in needed:
+        runs = suite.runs[name]
+        variant = runs.quick if scale == "quick" else runs.paper if scale == "paper" else None
+        seeds = list((variant.seeds if variant is not None and variant.seeds else None)
+                     or ([runs.seeds[0]] if scale == "quick" else runs.seeds))
+        folder = root / runs_folder / name
+        if runs.analytic is not None:
+            result.sets[name] = PlannedSet(name, runs, seeds, folder, None, f"{runs.analytic} (seeds {seeds})")
+            continue
+        spec = _spec_yaml(name, runs, variant, seeds, scale)
+        specs.mkdir(parents=True, exist_ok=True)
+        path = specs / f"{name}.{scale}.yaml"
+        path.write_text(yaml.safe_dump({"name": name, **spec}, sort_keys=False, allow_unicode=True))
+        try:
+            sweep = expand(str(path), root=folder)
+        except ConfigError as err:
+            raise ConfigError(f"run set {name} ({scale}): {err}") from None
+        result.sets[name] = PlannedSet(name, runs, seeds, folder, sweep, f"conceptlab sweep run {path}")
+    return result
+
+
+def run_plan(p: Plan, executor, progress: bool = True, console=None) -> dict[str, Any]:
+    """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
+    workers stay busy across run sets); returns counts and failures."""
+    from conceptlab.experiments.sweep import pending_runs
+    from conceptlab.experiments.executors import RunTask
+
+    tasks = []
+    total = 0
+    for s in p.sets.values():
+        if s.sweep is None:
+            _run_analytic(s)
+            continue
+        write_manifest(s.sweep)
+        total += len(s.sweep.runs)
+        tasks += [RunTask(r.run_id, r.directory(s.sweep.root), r.config) for r in pending_runs(s.sweep)]
+    outcomes = executor.run(tasks, progress=progress, console=console) if tasks else []
+    from conceptlab.report.html import write_sweep_report
+
+    for s in p.sets.values():
+        if s.sweep is not None:
+            write_sweep_report(s.sweep.root)
+    return {"runs": total, "skipped": total - len(tasks), "done": sum(o.state == "done" for o in outcomes),
+            "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
+            "queued": sum(o.state == "queued" for o in outcomes)}
+
+
+def _analytic_path(s: PlannedSet, seed: int) -> Path:
+    return s.root / f"seed_{seed}.json"
+
+
+def _run_analytic(s: PlannedSet) -> None:
+    """Compute an analytic set once per seed (kept as seed_<s>.json with the args and the code version; recomputed
+    when either differs)."""
+    fn = resolve(s.spec.analytic, "analytic function")
+    commit, dirty = git_state()
+    for seed in s.seeds:
+        path = _analytic_path(s, seed)
+        key = {"function": s.spec.analytic, "args": s.spec.args, "seed": seed, "conceptlab": package_version()}
+        if path.is_file():
+            old = read_json(path)
+            if old.get("key") == key and old.get("provenance", {}).get("git_commit") == commit and not dirty:
+                continue
+        began = time.perf_counter()
+        summary = fn(seed=seed, **s.spec.args)
+        write_json(path, {"key": key, "summary": summary, "seconds": round(time.perf_counter() - began, 2),
+                          "provenance": {"git_commit": commit, "git_dirty": dirty, "cpu": cpu_model(),
+                                         "host": socket.gethostname()}})
+
+
+# -- reading the runs and evaluating ------------------------------------------------------------------------------------
+
+@dataclass
+class RunRecord:
+    """One finished run of a set, as the criteria read it."""
+
+    run_id: str
+    seed: int
+    config: dict[str, Any]        # flattened: "data.color_separation" → value
+    summary: dict[str, Any]
+    folder: Path | None
+
+
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    out[prefix[:-1]] = obj
+    return out
+
+
+def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
+    """(finished runs of the set, run ids not finished)."""
+    if s.sweep is None:
+        out = []
+        missing = []
+        for seed in s.seeds:
+            path = _analytic_path(s, seed)
+            if not path.is_file():
+                missing.append(f"seed_{seed}")
+                continue
+            data = read_json(path)
+            out.append(RunRecord(f"seed_{seed}", seed, {"seed": seed, **{f"args.{k}": v for k, v in s.spec.args.items()}},
+                                 data["summary"], None))
+        return out, missing
+    out, missing = [], []
+    for r in s.sweep.runs:
+        folder = r.directory(s.sweep.root)
+        run = RunFolder(folder)
+        if not run.is_complete():
+            missing.append(r.run_id)
+            continue
+        out.append(RunRecord(r.run_id, int(r.config.train.train_seed), _flat(r.config.model_dump(mode="json")),
+                             run.read_summary(), folder))
+    return out, missing
+
+
+def _lookup(summary: dict, path: str):
+    node: Any = summary
+    for k in path.split("."):
+        if not isinstance(node, dict) or k not in node:
+            return None
+        node = node[k]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, (int, float)):
+        return float(node)
+    return None
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and isinstance(value, (int, float)):
+        return math.isclose(float(value), float(wanted), rel_tol=1e-9, abs_tol=1e-12)
+    return str(value) == str(wanted) if not isinstance(wanted, (list, dict)) else value == wanted
+
+
+def _table_value(rec: RunRecord, sel: Selector):
+    if rec.folder is None:
+        return None
+    path = RunFolder(rec.folder).table(sel.table)
+    if not path.is_file():
+        return None
+    frame = read_parquet(path)
+    for col, wanted in sel.where.items():
+        if col not in frame.columns:
+            raise ConfigError(f"table {sel.table} of run {rec.run_id} has no column {col!r}")
+        frame = frame[frame[col].map(lambda v: _matches(v, wanted))]
+    if sel.step is not None and "step" in frame.columns and not frame.empty:
+        steps = sorted(frame["step"].unique())
+        at = steps[0] if sel.step == "first" else steps[-1] if sel.step == "last" else sel.step
+        frame = frame[frame["step"] == at]
+    if frame.empty:
+        return None
+    if len(frame) > 1:
+        raise ConfigError(f"table {sel.table} of run {rec.run_id}: {len(frame)} rows match {sel.where} "
+                          f"(step {sel.step}); narrow where or step to one row")
+    v = frame.iloc[0][sel.column]
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else (bool(v) if isinstance(v, bool) else float(v))
+
+
+def _one_value(rec: RunRecord, sel: Selector):
+    return _lookup(rec.summary, sel.path) if sel.path is not None else _table_value(rec, sel)
+
+
+def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple[dict[int, Any], dict[int, list[str]]]:
+    """(seed → value, seed → the run ids it was read from) for every report seed (None where not measured)."""
+    chosen = [r for r in recs if all(_matches(r.config.get(k), v) for k, v in sel.config.items())]
+    used = {s: [r.run_id for r in chosen if r.seed == s] for s in seeds}
+    if sel.compute is not None:
+        out = resolve(sel.compute, "compute function")(chosen, **sel.args)
+        return {s: out.get(s) for s in seeds}, used
+    values: dict[int, Any] = {}
+    for s in seeds:
+        mine = [r for r in chosen if r.seed == s]
+        if sel.across is not None:
+            xs = [r.config.get(sel.across) for r in mine]
+            ys = [finding_criteria.uncensor(_one_value(r, sel), sel.censored) for r in mine]
+            values[s] = None if len(mine) < 3 else finding_criteria.trend(xs, ys)
+            if values[s] is not None and math.isnan(values[s]):
+                values[s] = None
+            continue
+        if len(mine) > 1:
+            raise ConfigError(f"value from run set {sel.runs}: {len(mine)} runs for seed {s}; pick one with config: "
+                              f"(they differ in {sorted(_differing([r.config for r in mine]))[:4]})")
+        values[s] = _one_value(mine[0], sel) if mine else None
+    return values, used
+
+
+def _differing(configs: list[dict[str, Any]]) -> set[str]:
+    keys = set().union(*configs)
+    return {k for k in keys if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in configs}) > 1}
+
+
+def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunRecord]],
+                     missing: dict[str, list[str]]) -> dict[str, Any]:
+    """A finding's criteria over its report seeds, with the runs, machines and times that made them."""
+    if finding.status != "implemented" or finding.name in p.skipped:
+        return {"name": finding.name, "paper": finding.paper, "claim": finding.claim, "setup": finding.setup,
+                "control": finding.control, "reason": p.skipped.get(finding.name, finding.reason),
+                "verdict": "not run", "criteria": []}
+    out_criteria = []
+    sets_used: dict[str, None] = {}
+    for c in claim_criteria(p.suite, finding):
+        seeds = p.sets[c.value.runs].seeds
+        values, used = seed_values(c.value, recs[c.value.runs], seeds)
+        sets_used[c.value.runs] = None
+        if c.control is not None:
+            controls, cused = seed_values(c.control, recs[c.control.runs], seeds)
+            sets_used[c.control.runs] = None
+            for s, ids in cused.items():
+                used[s] = sorted(set(used[s]) | set(ids))
+            against: Any = controls
+        else:
+            against = c.threshold
+        need = None if c.min_seeds is None else min(c.min_seeds, len(seeds))  # a --quick set runs fewer seeds
+        result = finding_criteria.evaluate(values, against, c.direction, c.margin, need, c.value.censored,
+                                           c.control.censored if c.control is not None else "none")
+        out_criteria.append({"name": c.name, "statement": c.statement, "direction": c.direction,
+                             "margin": c.margin, "threshold": c.threshold,
+                             "value": c.value.model_dump(exclude_defaults=True),
+                             "control": None if c.control is None else c.control.model_dump(exclude_defaults=True),
+                             "restated": c.restated, "runs": used, **result})
+    runs_by_set = {n: recs[n] for n in sets_used}
+    summaries = [r.summary for rs in runs_by_set.values() for r in rs]
+    seconds = sum(float((r.get("seconds_all_invocations") or r.get("seconds") or {}).get("total", 0) or 0)
+                  for r in summaries)
+    machines = sorted({f"{(r.get('provenance') or {}).get('cpu')}"
+                       + (f", GPU {(r.get('provenance') or {}).get('gpu')}" if (r.get('provenance') or {}).get('gpu')
+                          else "") for r in summaries})
+    precision = sorted({"bf16 autocast" if r.get("bf16") else "fp32" for r in summaries})
+    commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries})
+    return {
+        "name": finding.name, "paper": finding.paper, "claim": finding.claim, "setup": finding.setup,
+        "control": finding.control, "reason": finding.reason, "headline": finding.headline,
+        "verdict": finding_criteria.finding_verdict([c["verdict"] for c in out_criteria]),
+        "criteria": out_criteria,
+        "run_sets": {n: {"seeds": p.sets[n].seeds, "command": p.sets[n].command, "folder": str(p.sets[n].root),
+                         "finished": len(recs[n]), "missing": missing[n]} for n in sets_used},
+        "machines": machines, "precision": precision, "code": commits, "run_seconds": round(seconds, 1),
+        "command": f"conceptlab findings {finding.name}" + ("" if p.scale == "full" else f" --scale {p.scale}"),
+    }
+
+
+def evaluate_suite(p: Plan) -> dict[str, Any]:
+    """Every chosen finding evaluated from the finished runs of the plan."""
+    recs: dict[str, list[RunRecord]] = {}
+    missing: dict[str, list[str]] = {}
+    for name, s in p.sets.items():
+        recs[name], missing[name] = records(s)
+    findings = [evaluate_finding(p, f, recs, missing) for f in p.findings]
+    commit, dirty = git_state()
+    return {"scale": p.scale, "root": str(p.root), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "code": {"conceptlab": package_version(), "git_commit": commit, "git_dirty": dirty},
+            "machine": {"cpu": cpu_model(), "host": socket.gethostname()},
+            "findings": findings}
+
+
+def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None) -> list[Path]:
+    """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`."""
+    from conceptlab.report.findings import findings_html, findings_markdown, finding_figure
+    from conceptlab.report.save import save_figure
+    from conceptlab.store.files import write_text
+
+    root = Path(root)
+    if wall_seconds is not None:
+        result = {**result, "wall_seconds": round(wall_seconds, 1)}
+    figures = root / "figures"
+    for f in result["findings"]:
+        if f["criteria"]:
+            fig = finding_figure(f)
+            save_figure(fig, figures / f"{f['name']}.png")
+            f["figure"] = f"figures/{f['name']}.png"
+    paths = [write_json(root / RESULTS, result), write_text(root / "findings.md", findings_markdown(result)),
+             write_text(root / "report.html", findings_html(result, root))]
+    return paths

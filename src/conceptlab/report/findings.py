@@ -1,0 +1,224 @@
+"""The findings report: the evaluated suite (`experiments.findings.evaluate_suite`'s dict) as Markdown, as one
+self-contained HTML page, and one figure per finding.
+
+Pure renderers: they take the plain dict (verdicts, per-seed values, runs, machines, times) and return text or a
+matplotlib Figure; `experiments.findings.write_findings` writes them. Nothing here reads a run folder except the
+figure PNGs the HTML page embeds.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from conceptlab.report.html import image_html, page, table_html
+from conceptlab.report.style import COLUMN, PAGE, REFERENCE, color, panel_grid, styled
+
+VERDICT_MARK = {"reproduced": "✓ reproduced", "mixed": "◐ mixed", "not reproduced": "✗ not reproduced",
+                "not run": "— not run"}
+SETUP = {"paper": "paper", "fast": "fast variant", None: "—"}
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    x = float(x)
+    if math.isnan(x):
+        return "—"
+    if math.isinf(x):
+        return "never (∞)" if x > 0 else "−∞"
+    return f"{x:.{digits}g}"
+
+
+def _spread(s: dict | None) -> str:
+    if not s or not s.get("n"):
+        return "—" if not s or not s.get("censored") else f"censored in {s['censored']}"
+    text = _num(s["mean"])
+    if s["n"] > 1:
+        text += f" [{_num(s['min'])}, {_num(s['max'])}]"
+    if s.get("censored"):
+        text += f"; censored in {s['censored']}"
+    return text
+
+
+def _hms(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s"
+
+
+def _rule(c: dict) -> str:
+    against = "its control" if c.get("control") else _num(c.get("threshold"))
+    if c["direction"] == "holds":
+        return "holds (true on the seed)"
+    sign = "value − " + against if c["direction"] == "greater" else against + " − value"
+    return f"{sign} ≥ {_num(c['margin'])}"
+
+
+def _passing(f: dict) -> str:
+    return ", ".join(f"{c['passed']}/{c['of']}" for c in f["criteria"]) or "—"
+
+
+def verdict_table(result: dict) -> pd.DataFrame:
+    rows = []
+    for f in result["findings"]:
+        rows.append({"finding": f["name"], "paper": f["paper"], "setup": SETUP.get(f.get("setup")),
+                     "binding control": f.get("control") or "—", "verdict": VERDICT_MARK[f["verdict"]],
+                     "seeds passing (per criterion)": _passing(f), "run time": _hms(f.get("run_seconds"))})
+    return pd.DataFrame(rows)
+
+
+def criteria_table(f: dict) -> pd.DataFrame:
+    rows = []
+    for c in f["criteria"]:
+        rows.append({"criterion": c["name"], "rule": _rule(c), "passed": f"{c['passed']}/{c['of']}",
+                     "verdict": VERDICT_MARK[c["verdict"]], "value": _spread(c.get("values")),
+                     "control": _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold")),
+                     "difference": _spread(c.get("differences"))})
+    return pd.DataFrame(rows)
+
+
+def seeds_table(f: dict) -> pd.DataFrame:
+    rows = []
+    for c in f["criteria"]:
+        for s in c["seeds"]:
+            rows.append({"criterion": c["name"], "seed": s["seed"], "value": _num(s["value"]),
+                         "control": _num(s["control"]), "difference": _num(s["difference"]),
+                         "passed": "yes" if s["passed"] else ("no" + (f" ({s['note']})" if s.get("note") else ""))})
+    return pd.DataFrame(rows)
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return ""
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in r) + " |")
+    return "\n".join(lines)
+
+
+def _provenance_line(result: dict) -> str:
+    code = result.get("code", {})
+    commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
+    wall = f"; wall time of this invocation {_hms(result.get('wall_seconds'))}" if result.get("wall_seconds") else ""
+    return (f"Scale `{result['scale']}`; conceptlab {code.get('conceptlab')} at {commit}; evaluated "
+            f"{result['created']} on {result['machine']['cpu']} ({result['machine']['host']}){wall}.")
+
+
+def findings_markdown(result: dict) -> str:
+    """The whole report as Markdown (what `docs/findings.md` is, generated, never edited by hand)."""
+    out = ["# Findings: every claim of this bench beside its binding control", "",
+           "<!-- Generated by `conceptlab findings` (experiments.findings, report.findings); do not edit by hand. -->",
+           "", _provenance_line(result), "",
+           "A criterion passes on a seed when its rule holds there; a criterion is *reproduced* when it passes on "
+           "at least its declared number of seeds (every report seed unless stated), *not reproduced* when it passes "
+           "on none, *mixed* otherwise; a finding is reproduced when all its criteria are. Criteria, margins, "
+           "controls and report seeds were declared in the suite (`src/conceptlab/experiments/findings.yaml`) "
+           "before the report seeds were run.", "", _md_table(verdict_table(result)), ""]
+    for f in result["findings"]:
+        out += [f"## {f['name']}", "", f"**{f['claim']}** ({f['paper']}; setup: {SETUP.get(f.get('setup'))})", "",
+                f"Verdict: **{VERDICT_MARK[f['verdict']]}**."]
+        if f["verdict"] == "not run":
+            out += ["", f"Not run: {f.get('reason')}", ""]
+            continue
+        control = f.get("control")
+        out += ["", f"Binding control: {control}" + (f" — {f['reason']}" if control == "none" else "") + ".", ""]
+        out += [_md_table(criteria_table(f)), ""]
+        for c in f["criteria"]:
+            out.append(f"- `{c['name']}`: {c['statement']}")
+            if c["verdict"] != "reproduced" and c.get("restated"):
+                out.append(f"  Restated: {c['restated']}")
+        out += ["", "<details><summary>per seed</summary>", "", _md_table(seeds_table(f)), "", "</details>", ""]
+        if f.get("figure"):
+            out += [f"![{f['name']}]({f['figure']})", ""]
+        sets = "; ".join(f"{n}: seeds {', '.join(map(str, s['seeds']))}"
+                         + (f" ({len(s['missing'])} runs not finished)" if s["missing"] else "")
+                         for n, s in f["run_sets"].items())
+        out += [f"Command: `{f['command']}`. Runs: {sets}. Machine: {', '.join(f['machines']) or '—'}; "
+                f"precision: {', '.join(f['precision']) or '—'}; code: {', '.join(f['code']) or '—'}; "
+                f"run time (sum over its runs): {_hms(f.get('run_seconds'))}.", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def findings_html(result: dict, root: Path) -> str:
+    """The whole report as one self-contained page (figures embedded)."""
+    sections = [("verdicts", "Verdicts", f"<p>{html.escape(_provenance_line(result))}</p>"
+                 + table_html(verdict_table(result), "verdicts"))]
+    for f in result["findings"]:
+        body = [f"<p><b>{html.escape(f['claim'])}</b> ({html.escape(f['paper'])}; setup: "
+                f"{html.escape(SETUP.get(f.get('setup')))})</p>",
+                f"<p>Verdict: <b>{html.escape(VERDICT_MARK[f['verdict']])}</b>. Binding control: "
+                f"{html.escape(str(f.get('control') or '—'))}"
+                + (f" — {html.escape(f.get('reason') or '')}" if f.get("control") in ("none", None) else "") + "</p>"]
+        if f["criteria"]:
+            body.append(table_html(criteria_table(f), f"{f['name']}-criteria"))
+            body.append("<ul>" + "".join(
+                f"<li><code>{html.escape(c['name'])}</code>: {html.escape(c['statement'])}"
+                + (f"<br><i>Restated:</i> {html.escape(c['restated'])}" if c["verdict"] != "reproduced"
+                   and c.get("restated") else "") + "</li>" for c in f["criteria"]) + "</ul>")
+            body.append(f"<details><summary>per seed</summary>{table_html(seeds_table(f), f['name'] + '-seeds')}"
+                        "</details>")
+            if f.get("figure") and (Path(root) / f["figure"]).is_file():
+                body.append(image_html(Path(root) / f["figure"], f"{f['name']}: value and control per seed"))
+            body.append(f"<p class=\"muted\">Command: <code>{html.escape(f['command'])}</code>. Machine: "
+                        f"{html.escape(', '.join(f['machines']) or '—')}; precision: "
+                        f"{html.escape(', '.join(f['precision']) or '—')}; code: "
+                        f"{html.escape(', '.join(f['code']) or '—')}; run time: {_hms(f.get('run_seconds'))}.</p>")
+        sections.append((f["name"], f["name"], "".join(body)))
+    return page("Findings", f"scale {html.escape(result['scale'])}", sections)
+
+
+@styled
+def finding_figure(f: dict) -> Figure:
+    """One panel per criterion: the value (black) and its control or threshold (colour) on every seed; a censored
+    value is drawn at the panel's edge as an open marker; the seeds that pass are filled."""
+    crit = f["criteria"]
+    rows, cols = panel_grid(len(crit), max_columns=3)
+    width = COLUMN if cols == 1 else PAGE
+    fig, axes = plt.subplots(rows, cols, figsize=(width, 1.9 * rows + 0.35), squeeze=False)
+    for ax, c in zip(axes.flat, crit):
+        seeds = [s["seed"] for s in c["seeds"]]
+        xs = list(range(len(seeds)))
+        finite = [v for s in c["seeds"] for v in (s["value"], s["control"])
+                  if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+        lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+        pad = (hi - lo) * 0.15 or 0.5
+        edge = {1: hi + pad, -1: lo - pad}
+        for i, s in enumerate(c["seeds"]):
+            for key, colour, marker in (("value", "black", "o"), ("control", color(1), "s")):
+                v = s[key]
+                if c["direction"] == "holds" and key == "value":
+                    v = 1.0 if v is True else 0.0 if v is False else None
+                if v is None or isinstance(v, bool):
+                    continue
+                censored = math.isinf(v)
+                y = edge[1 if v > 0 else -1] if censored else v
+                filled = s["passed"] and not censored
+                ax.scatter([i + (0.08 if key == "control" else -0.08)], [y], marker=marker, s=22, zorder=3,
+                           facecolors=colour if filled else "none", edgecolors=colour, linewidths=1.0)
+        if c.get("threshold") is not None:
+            ax.axhline(c["threshold"], color=REFERENCE, lw=0.8, ls="--")
+        ax.set_xticks(xs, [str(s) for s in seeds])
+        ax.set_xlabel("report seed")
+        ax.set_title(f"{c['name']} ({c['passed']}/{c['of']})", fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(crit):]:
+        ax.axis("off")
+    fig.text(0.01, 0.0, "black: value; colour: control (square) or threshold (dashed); filled: the seed passes; "
+             "open at an edge: censored (never happened)", ha="left", va="top", fontsize=6, color="0.25")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,73 @@
+"""`conceptlab findings` end to end on a micro suite: the verdicts follow the numbers (a true claim reproduces, a
+false one does not), the outputs are written, a rerun reuses every run, and a rerun with reuse off trains every
+run afresh and gives the same numbers (timings excepted); bad input is one line and exit 2."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conceptlab.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _probe_cache(probe_cache):
+    return probe_cache
+
+
+def _numbers(result: dict) -> list:
+    return [(f["name"], f["verdict"], [(c["name"], c["verdict"], [(s["seed"], s["value"], s["control"], s["passed"])
+                                                                  for s in c["seeds"]]) for c in f["criteria"]])
+            for f in result["findings"]]
+
+
+@pytest.mark.slow
+def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_numbers(micro_findings):
+    out = micro_findings["out"]
+    first = json.loads((out / "findings.json").read_text())
+    verdicts = {f["name"]: f["verdict"] for f in first["findings"]}
+    assert verdicts == {"shorter-runs-end-earlier": "reproduced", "shorter-runs-end-later": "not reproduced"}
+    assert "4 runs: 0 reused, 4 done now, 0 failed" in micro_findings["output"]
+    for name in ("findings.md", "report.html", "figures/shorter-runs-end-earlier.png"):
+        assert (out / name).is_file(), name
+    earlier = first["findings"][0]
+    assert earlier["run_sets"]["short"]["seeds"] == [100, 101] and earlier["run_sets"]["short"]["missing"] == []
+    assert earlier["command"] == "conceptlab findings shorter-runs-end-earlier" and earlier["machines"]
+
+    again = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                "--workers", "1", "--threads", "1", "--no-progress"])
+    assert again.exit_code == 0 and "4 runs: 4 reused, 0 done now" in again.output, again.output
+    assert _numbers(json.loads((out / "findings.json").read_text())) == _numbers(first)
+
+    fresh = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                "--workers", "1", "--threads", "1", "--no-progress", "--no-reuse"])
+    assert fresh.exit_code == 0 and "4 runs: 0 reused, 4 done now" in fresh.output, fresh.output
+    redone = json.loads((out / "findings.json").read_text())
+    assert _numbers(redone) == _numbers(first)  # same seeds, fresh runs: the same values, seed by seed
+    assert redone["findings"][0]["run_sets"]["short"]["folder"] != first["findings"][0]["run_sets"]["short"]["folder"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--scale", "huge"], "--scale must be quick, full or paper"),
+    (["--executor", "cloud"], "unknown executor 'cloud'"),
+    (["--workers", "0"], "--workers must be between 1"),
+    (["--quick", "--scale", "paper"], "contradict"),
+    (["no-such-finding", "--dry-run"], "unknown finding 'no-such-finding'"),
+    (["--suite", "/no/such/suite.yaml"], "findings suite"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
+    result = runner.invoke(app, ["findings", "--root", str(tmp_path / "out"), *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and message in lines[0], result.output
+
+
+def test_list_and_dry_run_name_every_finding_and_run_set_without_running(tmp_path):
+    listed = runner.invoke(app, ["findings", "--list"])
+    assert listed.exit_code == 0 and "commitment-hier" in listed.output and "real-data-lli" in listed.output
+    dry = runner.invoke(app, ["findings", "--quick", "--dry-run", "--root", str(tmp_path / "q")])
+    assert dry.exit_code == 0, dry.output
+    assert "hidden-emergence" in dry.output and "not run: data-efficiency" in dry.output
+    assert not list((tmp_path / "q").rglob("summary.json"))

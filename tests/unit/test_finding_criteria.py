@@ -1,0 +1,106 @@
+"""The findings suite's criterion evaluator on plain numbers: pass, fail, mixed, missing runs, censored values,
+tolerances, trends and the finding's verdict."""
+
+import math
+
+import pytest
+
+from conceptlab.analysis.finding_criteria import compare, evaluate, finding_verdict, spread, trend, uncensor
+
+
+def test_every_seed_clearing_the_margin_is_reproduced_none_is_not_and_some_is_mixed():
+    control = {0: 0.5, 1: 0.5, 2: 0.5}
+    assert evaluate({0: 0.9, 1: 0.8, 2: 0.75}, control, "greater", 0.2)["verdict"] == "reproduced"
+    assert evaluate({0: 0.6, 1: 0.5, 2: 0.4}, control, "greater", 0.2)["verdict"] == "not reproduced"
+    mixed = evaluate({0: 0.9, 1: 0.6, 2: 0.8}, control, "greater", 0.2)
+    assert mixed["verdict"] == "mixed" and (mixed["passed"], mixed["of"]) == (2, 3)
+    # min_seeds relaxes "every seed" to a declared count
+    assert evaluate({0: 0.9, 1: 0.6, 2: 0.8}, control, "greater", 0.2, min_seeds=2)["verdict"] == "reproduced"
+    # exactly at the margin passes, just below fails
+    r = evaluate({0: 0.7, 1: 0.6999}, {0: 0.5, 1: 0.5}, "greater", 0.2)
+    assert [s["passed"] for s in r["seeds"]] == [True, False]
+
+
+def test_less_is_the_control_minus_the_value_and_a_threshold_is_a_fixed_control():
+    r = evaluate({0: 100.0, 1: 300.0}, {0: 200.0, 1: 200.0}, "less", 1)
+    assert [s["difference"] for s in r["seeds"]] == [100.0, -100.0] and r["verdict"] == "mixed"
+    t = evaluate({0: 0.6, 1: 0.4}, 0.5, "greater", 0.0)
+    assert [s["passed"] for s in t["seeds"]] == [True, False] and t["controls"] is None
+
+
+def test_a_missing_run_or_value_fails_its_seed_and_is_never_passed():
+    r = evaluate({0: 0.9, 1: None}, {0: 0.1}, "greater", 0.1)
+    assert [s["passed"] for s in r["seeds"]] == [True, False]
+    assert r["seeds"][1]["note"] == "not measured" and r["verdict"] == "mixed"
+    none = evaluate({0: None, 1: float("nan")}, {0: 0.1, 1: 0.1}, "greater", 0.0)
+    assert none["verdict"] == "not reproduced" and none["differences"]["n"] == 0
+    holds = evaluate({0: True, 1: None, 2: False}, None, "holds")
+    assert [s["passed"] for s in holds["seeds"]] == [True, False, False]
+
+
+def test_censored_values_decide_a_comparison_only_when_the_outcome_does_not_depend_on_them():
+    # emergence steps: None = never within the run = +inf under censored high
+    never = None
+    r = evaluate({0: 400.0, 1: never, 2: never, 3: 400.0}, {0: never, 1: 500.0, 2: never, 3: 600.0}, "less", 1,
+                 censored="high", control_censored="high")
+    seeds = r["seeds"]
+    assert seeds[0]["passed"] and seeds[0]["difference"] == math.inf  # it emerged, the control never did
+    assert not seeds[1]["passed"] and seeds[1]["difference"] == -math.inf  # it never did, the control did
+    assert not seeds[2]["passed"] and seeds[2]["note"] == "both censored"  # neither: no evidence either way
+    assert seeds[3]["passed"] and seeds[3]["difference"] == 200.0
+    assert r["verdict"] == "mixed" and r["values"]["censored"] == 2 and r["values"]["n"] == 2
+    # a lower gap bound that is unbounded below (the intervention never emerged) is −inf under censored low
+    low = evaluate({0: None, 1: 100.0}, 0.0, "greater", 1, censored="low")
+    assert [s["passed"] for s in low["seeds"]] == [False, True]
+    # without censoring the same missing value is "not measured"
+    assert evaluate({0: None}, 0.0, "greater", 1)["seeds"][0]["note"] == "not measured"
+    assert uncensor(None, "high") == math.inf and uncensor(float("nan"), "low") == -math.inf
+    assert uncensor(None) is None and uncensor(3) == 3.0
+    with pytest.raises(ValueError, match="censored"):
+        uncensor(1.0, "sideways")
+
+
+def test_a_negative_margin_is_a_tolerance_for_claims_of_absence():
+    # "CFG scores no more than 0.1 above naive prompting": less with margin −0.1 (naive − cfg ≥ −0.1)
+    r = evaluate({0: 0.05, 1: 0.15, 2: 0.3}, {0: 0.0, 1: 0.1, 2: 0.1}, "less", -0.1)
+    assert [s["passed"] for s in r["seeds"]] == [True, True, False]
+    with pytest.raises(ValueError, match="finite"):
+        evaluate({0: 1.0}, {0: 0.0}, "greater", math.nan)
+
+
+def test_bad_rules_are_refused():
+    with pytest.raises(ValueError, match="direction"):
+        compare(0, 1.0, 0.0, "bigger", 0.0)
+    with pytest.raises(ValueError, match="control or a threshold"):
+        evaluate({0: 1.0}, None, "greater")
+    with pytest.raises(ValueError, match="at least one seed"):
+        evaluate({}, {}, "greater")
+    with pytest.raises(ValueError, match="min_seeds"):
+        evaluate({0: 1.0}, {0: 0.0}, "greater", 0.0, min_seeds=2)
+
+
+def test_trend_is_spearman_with_censored_values_ranked_last():
+    assert trend([1, 2, 3, 4], [0.9, 0.7, 0.4, 0.1]) == pytest.approx(-1.0)
+    assert trend([1, 2, 3, 4], [0.1, 0.4, 0.3, 0.9]) == pytest.approx(0.8)
+    # a learning time never reached ranks beyond every finite one
+    assert trend([0.3, 0.5, 0.7], [math.inf, 300.0, 200.0]) == pytest.approx(-1.0)
+    assert math.isnan(trend([1, 2], [1.0, 2.0]))  # too few points
+    assert math.isnan(trend([1, 2, 3], [0.5, 0.5, 0.5]))  # constant: no order
+    assert trend([1, 2, 3, 4], [1.0, None, 3.0, 4.0]) == pytest.approx(1.0)  # a missing value drops its pair
+
+
+def test_spread_counts_censored_values_apart():
+    s = spread([1.0, 3.0, math.inf, None])
+    assert (s["n"], s["censored"], s["mean"], s["min"], s["max"]) == (2, 1, 2.0, 1.0, 3.0)
+    assert spread([2.0])["sd"] is None and spread([])["mean"] is None
+
+
+def test_a_finding_is_reproduced_only_when_every_criterion_is():
+    assert finding_verdict(["reproduced", "reproduced"]) == "reproduced"
+    assert finding_verdict(["reproduced", "mixed"]) == "mixed"
+    assert finding_verdict(["reproduced", "not reproduced"]) == "mixed"
+    assert finding_verdict(["not reproduced", "not reproduced"]) == "not reproduced"
+    with pytest.raises(ValueError):
+        finding_verdict([])
+    with pytest.raises(ValueError, match="unknown"):
+        finding_verdict(["passed"])

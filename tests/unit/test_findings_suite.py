@@ -1,0 +1,204 @@
+"""The findings suite as data: the shipped suite loads and lists every finding; a bad suite is refused at load with
+one line naming the problem; a plan evaluated on synthetic run folders gives the verdicts its numbers imply; the
+report has the structure docs/findings.md is generated with. No training: run folders are written by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conceptlab.experiments.findings import evaluate_suite, load_suite, plan, write_findings
+from conceptlab.experiments.loading import ConfigError
+
+ISSUE_FINDINGS = {  # the findings the suite must list (Park, Liang, Franzese)
+    "concept-signal-orders-learning", "memorization-then-turn", "hidden-emergence", "underspecification",
+    "guidance-after-transition", "gated-flow-fit", "real-data-lli", "factorization-against-controls",
+    "composition-vs-interpolation", "interpolation-vs-gap-width", "percolation", "data-efficiency",
+    "commitment-hierarchy",
+}
+
+
+def test_the_shipped_suite_loads_and_lists_every_finding_with_a_control_or_a_reason():
+    suite = load_suite()
+    names = {f.name for f in suite.findings}
+    assert ISSUE_FINDINGS <= names, ISSUE_FINDINGS - names
+    for f in suite.findings:
+        if f.status == "implemented":
+            assert f.setup in ("paper", "fast")
+            assert f.control and (f.control != "none" or f.reason)
+    real = next(f for f in suite.findings if f.name == "real-data-lli")
+    assert real.status == "not implemented" and real.reason
+    for name, runs in suite.runs.items():
+        assert not set(runs.seeds) & set(runs.settings_seeds), name  # report seeds are not the settings seeds
+        assert min(runs.seeds) >= 100, name  # fresh seeds, declared before they were run
+
+
+def test_the_hidden_emergence_finding_reports_on_at_least_five_seeds_and_the_others_on_three():
+    suite = load_suite()
+    assert len(suite.runs["hidden-emergence"].seeds) >= 5
+    for name, runs in suite.runs.items():
+        if name != "data-efficiency":  # 36 runs per seed: one report seed (docs/findings.md says so)
+            assert len(runs.seeds) >= 3, name
+
+
+def test_quick_and_full_plans_cover_the_same_findings_except_the_ones_too_large_for_quick(tmp_path):
+    suite = load_suite()
+    quick = plan(suite, None, "quick", tmp_path / "q")
+    full = plan(suite, None, "full", tmp_path / "f")
+    assert set(quick.skipped) == {"real-data-lli", "data-efficiency"}, quick.skipped
+    assert set(full.skipped) == {"real-data-lli"}
+    assert all(len(s.seeds) == 1 for s in quick.sets.values())
+    assert full.sets["hidden-emergence"].seeds == [100, 101, 102, 103, 104]
+    # the same run set in both plans shares nothing on disk with the other's overrides: the run ids differ
+    ids_q = {r.run_id for r in quick.sets["hidden-emergence"].sweep.runs}
+    ids_f = {r.run_id for r in full.sets["hidden-emergence"].sweep.runs}
+    assert not ids_q & ids_f
+    with pytest.raises(ConfigError, match="unknown finding 'nope'"):
+        plan(suite, ["nope"], "full", tmp_path / "x")
+    with pytest.raises(ConfigError, match="scale must be"):
+        plan(suite, None, "huge", tmp_path / "x")
+
+
+# -- a small suite of our own ------------------------------------------------------------------------------------------
+
+def _suite(**changes) -> dict:
+    base = {
+        "runs": {
+            "a": {"preset": "micro", "seeds": [100, 101, 102], "overrides": ["train.steps=20"]},
+            "b": {"preset": "micro", "seeds": [100, 101, 102], "overrides": ["train.steps=30"]},
+        },
+        "findings": [{
+            "name": "toy", "paper": "test", "claim": "a beats b", "setup": "fast", "control": "run set b",
+            "criteria": [{"name": "a-beats-b", "statement": "a's color accuracy beats b's",
+                          "value": {"runs": "a", "path": "final_accuracy.11/color"},
+                          "control": {"runs": "b", "path": "final_accuracy.11/color"},
+                          "direction": "greater", "margin": 0.1},
+                         {"name": "a-learns-color", "statement": "a learns color before size",
+                          "value": {"runs": "a", "path": "learning_time.held_out/color", "censored": "high"},
+                          "control": {"runs": "a", "path": "learning_time.held_out/size", "censored": "high"},
+                          "direction": "less", "margin": 1}],
+        }],
+    }
+    for key, value in changes.items():
+        node = base
+        parts = key.split("__")
+        for p in parts[:-1]:
+            node = node[int(p)] if p.isdigit() else node[p]
+        if value is None:
+            node.pop(parts[-1])
+        else:
+            node[parts[-1]] = value
+    return base
+
+
+def _write(tmp_path: Path, data: dict) -> str:
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
+def test_a_suite_of_our_own_loads(tmp_path):
+    suite = load_suite(_write(tmp_path, _suite()))
+    assert [f.name for f in suite.findings] == ["toy"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"runs__a__preset": "no-such-preset"}, r"run set a: unknown preset 'no-such-preset'"),
+    ({"findings__0__criteria__0__value__path": "final_acuracy.11/color"},
+     r"a shapes run's summary has no section 'final_acuracy'"),
+    ({"findings__0__criteria__0__value": {"runs": "a", "table": "emergence", "column": "scroe"}},
+     r"table emergence has no column 'scroe'"),
+    ({"findings__0__criteria__0__value": {"runs": "a", "table": "emergnce", "column": "score"}},
+     r"writes no table 'emergnce'"),
+    ({"findings__0__control": None}, r"name its binding control, or write 'control: none' with a reason"),
+    ({"findings__0__control": "none"}, r"'control: none' needs a reason"),
+    ({"findings__0__setup": "paper"}, r"declared setup 'paper', but run set a's config is the 'fast' setup"),
+    ({"findings__0__setup": None}, r"say which setup made it"),
+    ({"findings__0__criteria__0__value__runs": "c"}, r"unknown run set 'c'"),
+    ({"runs__c": {"preset": "micro", "seeds": [100]}}, r"run set 'c' is used by no finding"),
+    ({"runs__a__settings_seeds": [100]}, r"seeds \[100\] chose the settings"),
+    ({"findings__0__criteria__0__threshold": 0.5}, r"needs exactly one of control .* or threshold"),
+    ({"findings__0__criteria__0__direction": "holds"}, r"a 'holds' criterion has no control or threshold"),
+    ({"findings__0__criteria__0__margin": ".nan"}, r"margin"),
+    ({"findings__0__criteria__0__value__compute": "no.such.module:fn"}, r"exactly one of path, table or compute"),
+])
+def test_a_bad_suite_is_refused_at_load_with_one_line_naming_the_problem(tmp_path, changes, message):
+    data = _suite(**changes)
+    text = yaml.safe_dump(data, sort_keys=False).replace("'.nan'", ".nan")
+    path = tmp_path / "suite.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_suite(str(path))
+    assert re.search(message, str(err.value)), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_compute_function_that_does_not_resolve_is_refused(tmp_path):
+    data = _suite()
+    data["findings"][0]["criteria"][0]["value"] = {"runs": "a", "compute": "no.such.module:fn"}
+    with pytest.raises(ConfigError, match="cannot import no.such.module"):
+        load_suite(_write(tmp_path, data))
+
+
+def _fake_runs(p, values: dict[str, dict[int, dict]]) -> None:
+    """Write a summary.json into each planned run folder of the sets in `values` (set → seed → summary fields)."""
+    for name, by_seed in values.items():
+        s = p.sets[name]
+        for r in s.sweep.runs:
+            seed = r.config.train.train_seed
+            if seed not in by_seed:
+                continue
+            folder = r.directory(s.sweep.root)
+            folder.mkdir(parents=True, exist_ok=True)
+            summary = {"kind": "shapes", "bf16": False, "seconds": {"total": 10.0},
+                       "provenance": {"cpu": "test CPU", "gpu": None, "git_commit": "abcdef0123"}, **by_seed[seed]}
+            (folder / "summary.json").write_text(json.dumps(summary))
+
+
+def _acc(color: float, lt_color, lt_size) -> dict:
+    return {"final_accuracy": {"11/color": color},
+            "learning_time": {"held_out/color": lt_color, "held_out/size": lt_size}}
+
+
+def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_report_says_so(tmp_path):
+    suite = load_suite(_write(tmp_path, _suite()))
+    p = plan(suite, None, "full", tmp_path / "out")
+    # seed 100: a beats b by 0.3 and learns color first; 101: by 0.05 (fails) and color never learned (censored,
+    # fails); 102: run b missing (fails); color learned, size never (passes)
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.85, None, 300), 102: _acc(0.9, 200, None)},
+                   "b": {100: _acc(0.6, 1, 1), 101: _acc(0.8, 1, 1)}})
+    result = evaluate_suite(p)
+    (toy,) = result["findings"]
+    beats, learns = toy["criteria"]
+    assert [s["passed"] for s in beats["seeds"]] == [True, False, False]
+    assert beats["seeds"][2]["note"] == "not measured" and beats["verdict"] == "mixed"
+    assert [s["passed"] for s in learns["seeds"]] == [True, False, True] and learns["verdict"] == "mixed"
+    assert toy["verdict"] == "mixed"
+    assert toy["run_sets"]["b"]["missing"] and not toy["run_sets"]["a"]["missing"]
+    assert toy["machines"] == ["test CPU"] and toy["precision"] == ["fp32"] and toy["code"] == ["abcdef0"]
+    assert toy["run_seconds"] == 50.0  # 3 runs of a + 2 of b, 10 s each
+    paths = write_findings(result, tmp_path / "out", wall_seconds=12.0)
+    md = (tmp_path / "out" / "findings.md").read_text()
+    assert "do not edit by hand" in md and "| toy | test | fast variant | run set b | ◐ mixed | 1/3, 2/3 |" in md
+    assert "## toy" in md and "`a-beats-b`" in md and "![toy](figures/toy.png)" in md
+    assert (tmp_path / "out" / "figures" / "toy.png").is_file() and (tmp_path / "out" / "figures" / "toy.pdf").is_file()
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert '<section id="verdicts">' in page and '<section id="toy">' in page and "data:image/png;base64," in page
+    saved = json.loads((tmp_path / "out" / "findings.json").read_text())
+    assert saved["findings"][0]["verdict"] == "mixed" and saved["wall_seconds"] == 12.0
+    assert len(paths) == 3
+
+
+def test_all_seeds_passing_is_reproduced_and_none_is_not_reproduced(tmp_path):
+    suite = load_suite(_write(tmp_path, _suite()))
+    p = plan(suite, None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {s: _acc(0.9, 200, 300) for s in (100, 101, 102)},
+                   "b": {s: _acc(0.5, 1, 1) for s in (100, 101, 102)}})
+    assert evaluate_suite(p)["findings"][0]["verdict"] == "reproduced"
+    _fake_runs(p, {"a": {s: _acc(0.5, 400, 300) for s in (100, 101, 102)}})
+    f = evaluate_suite(p)["findings"][0]
+    assert f["verdict"] == "not reproduced" and [c["passed"] for c in f["criteria"]] == [0, 0]
