@@ -580,6 +580,7 @@ class RunRecord:
     config: dict[str, Any]        # flattened: "data.color_separation" → value
     summary: dict[str, Any]
     folder: Path | None
+    setup: str | None = None      # `setup_of` its config (None: not a concept-space run)
 
 
 def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
@@ -614,7 +615,7 @@ def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
             missing.append(r.run_id)
             continue
         out.append(RunRecord(r.run_id, int(r.config.train.train_seed), _flat(r.config.model_dump(mode="json")),
-                             run.read_summary(), folder))
+                             run.read_summary(), folder, setup_of(r.config)))
     return out, missing
 
 
@@ -732,8 +733,10 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
                           else "") for r in summaries})
     precision = sorted({"bf16 autocast" if r.get("bf16") else "fp32" for r in summaries})
     commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries})
+    made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
     return {
-        "name": finding.name, "paper": finding.paper, "claim": finding.claim, "setup": finding.setup,
+        "name": finding.name, "paper": finding.paper, "claim": finding.claim,
+        "setup": "+".join(made) if made else finding.setup,  # what the runs were (a paper-scale run is the paper's)
         "control": finding.control, "reason": finding.reason, "headline": finding.headline,
         "verdict": finding_criteria.finding_verdict([c["verdict"] for c in out_criteria]),
         "criteria": out_criteria,

@@ -115,8 +115,10 @@ def _provenance_line(result: dict) -> str:
     code = result.get("code", {})
     commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
     wall = f"; wall time of this invocation {_hms(result.get('wall_seconds'))}" if result.get("wall_seconds") else ""
+    smoke = (" The quick scale runs CI-size presets on one report seed: a smoke run of the machinery, not evidence."
+             if result["scale"] == "quick" else "")
     return (f"Scale `{result['scale']}`; conceptlab {code.get('conceptlab')} at {commit}; evaluated "
-            f"{result['created']} on {result['machine']['cpu']} ({result['machine']['host']}){wall}.")
+            f"{result['created']} on {result['machine']['cpu']} ({result['machine']['host']}){wall}.{smoke}")
 
 
 def findings_markdown(result: dict) -> str:
@@ -200,6 +202,8 @@ def finding_figure(f: dict) -> Figure:
         edge = {1: hi + pad, -1: lo - pad}
         for i, s in enumerate(c["seeds"]):
             for key, colour, marker in (("value", "black", "o"), ("control", color(1), "s")):
+                if key == "control" and not c.get("control"):
+                    continue  # a threshold: drawn once, as a dashed line
                 v = s[key]
                 if c["direction"] == "holds" and key == "value":
                     v = 1.0 if v is True else 0.0 if v is False else None
@@ -213,6 +217,7 @@ def finding_figure(f: dict) -> Figure:
         if c.get("threshold") is not None:
             ax.axhline(c["threshold"], color=REFERENCE, lw=0.8, ls="--")
         ax.set_xticks(xs, [str(s) for s in seeds])
+        ax.set_xlim(-0.6, len(seeds) - 0.4)
         ax.set_xlabel("report seed")
         ax.set_title(f"{c['name']} ({c['passed']}/{c['of']})", fontsize=7)
         ax.grid(axis="y", alpha=0.3)

@@ -28,7 +28,8 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     out = micro_findings["out"]
     first = json.loads((out / "findings.json").read_text())
     verdicts = {f["name"]: f["verdict"] for f in first["findings"]}
-    assert verdicts == {"shorter-runs-end-earlier": "reproduced", "shorter-runs-end-later": "not reproduced"}
+    assert verdicts == {"shorter-runs-end-earlier": "reproduced", "shorter-runs-end-later": "not reproduced",
+                        "accuracy-recorded": "reproduced"}
     assert "4 runs: 0 reused, 4 done now, 0 failed" in micro_findings["output"]
     for name in ("findings.md", "report.html", "figures/shorter-runs-end-earlier.png"):
         assert (out / name).is_file(), name
@@ -71,3 +72,17 @@ def test_list_and_dry_run_name_every_finding_and_run_set_without_running(tmp_pat
     assert dry.exit_code == 0, dry.output
     assert "hidden-emergence" in dry.output and "not run: data-efficiency" in dry.output
     assert not list((tmp_path / "q").rglob("summary.json"))
+
+
+@pytest.mark.slow
+def test_paper_scale_on_a_cpu_predicts_the_wall_time_and_runs_nothing_without_yes(micro_findings, tmp_path):
+    """The micro suite's `short` set has a paper variant (micro at 40 steps, so the prediction takes seconds): the
+    finding on it alone is planned, the findings that also need `long` (no paper variant) are not, and say why."""
+    result = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--scale", "paper",
+                                 "--root", str(tmp_path / "paper")])
+    assert result.exit_code == 0, result.output
+    assert "no paper-scale run set for long" in result.output
+    if "no bench/predict_run_time.py" not in result.output:  # an installed copy has no bench/
+        assert "run set short: 2 runs" in result.output and "predicted wall time on this CPU" in result.output
+        assert "rerun with --yes" in result.output
+    assert not list((tmp_path / "paper").rglob("summary.json"))

@@ -61,7 +61,7 @@ def _render(browser, report, shot):
 
 
 @pytest.mark.slow
-def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro_run, micro_sweep, micro_findings,
+def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro_run, micro_sweep, synthetic_findings,
                                                                 tmp_path):
     with Browser(chromium, tmp_path / "profile") as browser:
         for name, report in (("run", micro_run / "report.html"), ("sweep", micro_sweep / "report.html")):
@@ -80,10 +80,10 @@ def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro
                 slide = browser.evaluate(SLIDE)
                 assert slide["changed"] and slide["label"] == "step 10", slide
         # the findings report (`conceptlab findings`): verdict table, one section per finding, embedded figures
-        report = micro_findings["out"] / "report.html"
+        report = synthetic_findings / "report.html"
         state = _render(browser, report, tmp_path / "findings.png")
         assert browser.errors() == [] and state["broken"] == [] and state["empty"] == [], state
-        assert state["tables"] >= 3 and state["images"] >= 2, state
+        assert state["tables"] >= 3 and state["images"] >= 1, state  # verdicts, criteria, per seed; the figure
         outside = [u for u in browser.requests() if not u.startswith(("data:", report.as_uri()))]
         assert outside == [], outside
         # every run of the sweep: its own report, opened from the sweep's link
