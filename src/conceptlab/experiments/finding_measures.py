@@ -69,7 +69,11 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
             out[seed] = None
             continue
         table = data_efficiency_runs(pd.DataFrame(rows), pd.concat(comp, ignore_index=True))
-        sizes = size_to_reach(table[table["N"] == int(n)], target)
+        at_n = table[table["N"] == int(n)]
+        if at_n.empty:
+            out[seed] = None
+            continue
+        sizes = size_to_reach(at_n, target)
         hit = sizes[sizes["family"] == family]
         value = None if hit.empty else hit["size_to_reach"].iloc[0]
         out[seed] = None if value is None or not math.isfinite(float(value)) else float(value)
