@@ -4,7 +4,8 @@ The tests mirror the package: `unit/` (one module or function at a time, seconds
 (whole runs, sweeps, the CLI and plug-ins on micro presets) and `acceptance/` (the findings, at CI size; minutes
 each). Each test gets the marker of its folder (`-m unit`, `-m "not acceptance"`).
 
-Order for two xdist workers (`make test`: `-n 2 --dist load --maxschedchunk 1`): the findings tests take
+Order for two xdist workers (`make test`: `-n 2 --dist loadgroup --maxschedchunk 1`; a module marked
+`xdist_group` runs on one worker, so its module-scoped runs are built once): the findings tests take
 minutes each, everything else seconds. xdist hands each worker two tests first, then queues the next test on the
 worker whose running test ends first, so the findings (acceptance) tests go first in an order that splits them evenly (seconds
 at one thread, measured in one `make test` on an AMD EPYC with native bf16; an Intel Xeon without it, in fp32,
@@ -30,7 +31,7 @@ FIRST = [
     "test_larger_concept_signal_is_learned_first[concept-signal-size-first-tiny-size-color]",
     "test_over_prompting_reaches_the_held_out_class_before_naive_prompting",
     "test_composition_generalizes_where_interpolation_fails",
-    "test_the_label_representation_becomes_a_torus_during_training",
+    "test_the_representation_becomes_a_torus_and_its_code_is_factorized_beyond_untrained_and_pixels",
 ]
 
 

@@ -609,6 +609,8 @@ def findings(
     reuse: bool = typer.Option(True, help="reuse finished runs whose config and code versions match (--no-reuse: "
                                "every run fresh, in a new folder)"),
     yes: bool = typer.Option(False, "--yes", help="run a paper-scale suite on a CPU after its predicted wall time"),
+    markdown: Optional[Path] = typer.Option(None, help="also write the Markdown here, figures beside it in "
+                                            "figures/findings/ (e.g. docs/findings.md)"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
     progress: bool = typer.Option(True, help="show progress bars"),
@@ -687,8 +689,12 @@ def findings(
     except ExecutorError as err:
         _fail(str(err))
     evaluated = evaluate_suite(p)
+    evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"]}
     wall = _time.perf_counter() - began
-    write_findings(evaluated, out, wall)
+    try:
+        write_findings(evaluated, out, wall, markdown)
+    except OSError as err:
+        _fail(f"cannot write the report: {one_line(str(err))}", code=1)
     verdicts = Table("finding", "setup", "verdict", "seeds passing", "run time", box=None)
     from conceptlab.report.findings import VERDICT_MARK, _hms, _passing
 

@@ -33,20 +33,26 @@ from conceptlab.experiments.runner import run_experiment
 TORUS = [1, 2, 1]
 
 
-@pytest.fixture(scope="module")
-def torus_run(tmp_path_factory):
+def _torus_run(folder):
     cfg = load_config("factorize-torus-tiny", [
         "train.steps=600",
         "train.checkpoint_schedule=list",
         "train.checkpoint_steps=[50,100,200,400,600]",
         "eval.composition.labels_per_region=32",
     ])
-    return run_experiment(cfg, tmp_path_factory.mktemp("torus"), progress=False, console=Console(quiet=True))
+    return run_experiment(cfg, folder, progress=False, console=Console(quiet=True))
 
 
 @pytest.mark.slow
-def test_the_label_representation_becomes_a_torus_during_training(torus_run):
-    summary = torus_run
+def test_the_representation_becomes_a_torus_and_its_code_is_factorized_beyond_untrained_and_pixels(tmp_path):
+    """One run, two findings (one test, so the run is trained once under any test scheduler): the topology over
+    training, then the factorized code at the final checkpoint beside its controls."""
+    summary = _torus_run(tmp_path / "torus")
+    _becomes_a_torus_during_training(summary)
+    _factorized_code_beside_its_controls(summary)
+
+
+def _becomes_a_torus_during_training(summary):
     betti = {int(step): b for step, b in summary["betti_by_step"].items()}
     ed = {int(step): v for step, v in summary["effective_dimension"]["by_step"].items()}
     report = (betti, ed, summary["accuracy_by_step"])
@@ -58,9 +64,8 @@ def test_the_label_representation_becomes_a_torus_during_training(torus_run):
     assert summary["betti"] == betti[600], report  # the run's final topology is the last checkpoint's row
 
 
-@pytest.mark.slow
-def test_the_factorized_code_beside_its_controls(torus_run):
-    c = torus_run["controls"]
+def _factorized_code_beside_its_controls(summary):
+    c = summary["controls"]
     trained, untrained, pixels, mapped = c["trained"], c["untrained"], c["pixels"], c["encoding_map"]
     report = {k: {m: v.get(m) for m in ("additive_share", "orthogonality", "torus")} for k, v in c.items()}
     # the declared claims that held on every report seed: training makes the code additive and its chords orthogonal

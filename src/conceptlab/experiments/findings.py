@@ -761,8 +761,11 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
             "findings": findings}
 
 
-def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None) -> list[Path]:
-    """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`."""
+def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None,
+                   markdown: Path | None = None) -> list[Path]:
+    """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`; with `markdown`, the
+    Markdown also at that path, its figures copied (PNG) to `figures/findings/` beside it (how docs/findings.md is
+    regenerated: `conceptlab findings --markdown docs/findings.md`)."""
     from conceptlab.report.findings import findings_html, findings_markdown, finding_figure
     from conceptlab.report.save import save_figure
     from conceptlab.store.files import write_text
@@ -778,4 +781,16 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
             f["figure"] = f"figures/{f['name']}.png"
     paths = [write_json(root / RESULTS, result), write_text(root / "findings.md", findings_markdown(result)),
              write_text(root / "report.html", findings_html(result, root))]
+    if markdown is not None:
+        import shutil
+
+        markdown = Path(markdown)
+        target = markdown.parent / "figures" / "findings"
+        target.mkdir(parents=True, exist_ok=True)
+        moved = json.loads(json.dumps(result))
+        for f in moved["findings"]:
+            if f.get("figure"):
+                shutil.copyfile(root / f["figure"], target / Path(f["figure"]).name)
+                f["figure"] = f"figures/findings/{Path(f['figure']).name}"
+        paths.append(write_text(markdown, findings_markdown(moved)))
     return paths

@@ -115,6 +115,10 @@ def _provenance_line(result: dict) -> str:
     code = result.get("code", {})
     commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
     wall = f"; wall time of this invocation {_hms(result.get('wall_seconds'))}" if result.get("wall_seconds") else ""
+    runs = result.get("runs")
+    if runs:
+        wall += (f" ({runs['done']} of {runs['total']} runs made now, {runs['reused']} reused from earlier invocations "
+                 "with the same config and code versions; each finding's run time is its runs' own)")
     smoke = (" The quick scale runs CI-size presets on one report seed: a smoke run of the machinery, not evidence."
              if result["scale"] == "quick" else "")
     return (f"Scale `{result['scale']}`; conceptlab {code.get('conceptlab')} at {commit}; evaluated "

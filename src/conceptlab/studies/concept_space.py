@@ -174,7 +174,7 @@ class ConceptSpaceStudy(StudyBase):
     run_tables = {
         "concept_space": ("run", "step", "class", "split", "concept", "target", "p_one", "accuracy", "valid_fraction",
                           "n", "class_name"),
-        "learning_times": ("run", "split", "concept", "learning_time", "final_accuracy", "mean_accuracy", "threshold"),
+        "learning_times": ("split", "concept", "learning_time", "final_accuracy", "mean_accuracy", "threshold"),
         "interventions": ("run", "step", "target", "intervention", "variant", "guidance_scale", "stream", "n", "score",
                           "hit_rate", "valid_fraction", "p_<concept>", "image_scores", "target_name"),
         "emergence": ("run", "target", "intervention", "step", "variant", "score", "hit_rate", "valid_fraction", "n"),

@@ -14,6 +14,10 @@ from typer.testing import CliRunner
 from conceptlab import __version__
 from conceptlab.cli import app
 
+# `make test` runs `--dist loadgroup`:
+# the tests share one module-scoped set of micro runs, so they run on one worker (built once)
+pytestmark = pytest.mark.xdist_group("cli-groups")
+
 runner = CliRunner()
 DEPRECATED = "deprecated:"
 ONE_RUN_SWEEP = {

@@ -9,6 +9,10 @@ from typer.testing import CliRunner
 
 from conceptlab.cli import app
 
+# `make test` runs `--dist loadgroup`:
+# two tests read the session-scoped micro findings run, so they run on one worker (built once)
+pytestmark = pytest.mark.xdist_group("micro-findings")
+
 runner = CliRunner()
 
 
@@ -24,7 +28,7 @@ def _numbers(result: dict) -> list:
 
 
 @pytest.mark.slow
-def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_numbers(micro_findings):
+def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_numbers(micro_findings, tmp_path):
     out = micro_findings["out"]
     first = json.loads((out / "findings.json").read_text())
     verdicts = {f["name"]: f["verdict"] for f in first["findings"]}
@@ -37,9 +41,14 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     assert earlier["run_sets"]["short"]["seeds"] == [100, 101] and earlier["run_sets"]["short"]["missing"] == []
     assert earlier["command"] == "conceptlab findings shorter-runs-end-earlier" and earlier["machines"]
 
+    docs = tmp_path / "docs" / "findings.md"
     again = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
-                                "--workers", "1", "--threads", "1", "--no-progress"])
+                                "--workers", "1", "--threads", "1", "--no-progress", "--markdown", str(docs)])
     assert again.exit_code == 0 and "4 runs: 4 reused, 0 done now" in again.output, again.output
+    # --markdown: the same report where the docs keep it, figure links relative to it
+    text = docs.read_text()
+    assert "![shorter-runs-end-earlier](figures/findings/shorter-runs-end-earlier.png)" in text
+    assert (docs.parent / "figures" / "findings" / "shorter-runs-end-earlier.png").is_file()
     assert _numbers(json.loads((out / "findings.json").read_text())) == _numbers(first)
 
     fresh = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
