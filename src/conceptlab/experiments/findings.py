@@ -445,30 +445,32 @@ class Plan:
 
 
 def _spec_yaml(name: str, runs: RunSetSpec, variant: Variant | None, seeds: list[int], scale: str) -> dict[str, Any]:
-    """The sweep spec a run set becomes: its preset or sweep, its overrides, the seeds axis set to its seeds."""
-    source = runs if variant is None or (variant.preset is None and variant.sweep is None) else variant
-    overrides = list(runs.overrides) + list(variant.overrides if variant is not None else [])
-    if scale == "paper" and variant is not None and (variant.preset or variant.sweep):
-        overrides = list(variant.overrides)
+    """The sweep spec a run set becomes: its preset or sweep, its overrides, the seeds axis set to its seeds. A
+    variant naming its own preset or sweep (paper scale) replaces the set's source and overrides; one naming neither
+    (quick) adds its overrides to the set's."""
+    replaces = variant is not None and (variant.preset is not None or variant.sweep is not None)
+    source: RunSetSpec | Variant = variant if replaces else runs
+    overrides = list(variant.overrides) if replaces else list(runs.overrides) + list(variant.overrides if variant else [])
+    label = f"findings run set {name} ({scale})"
     if source.preset is not None:
-        spec: dict[str, Any] = {"description": f"findings run set {name} ({scale})", "base": source.preset,
-                                "axes": {"seeds": seeds}, "overrides": overrides}
-        return spec
-    where = f"sweep {shown(source.sweep)}"
-    _, text = (f"sweep {source.sweep}", read_text_file(Path(source.sweep), "sweep spec")) \
-        if Path(source.sweep).is_file() else ("", (resources.files("conceptlab.experiments") / "sweeps"
-                                                    / f"{source.sweep}.yaml").read_text())
-    data = dict(parse_yaml(text, where) or {})
+        return {"description": label, "base": source.preset, "axes": {"seeds": seeds}, "overrides": overrides}
+    path = Path(source.sweep)
+    if path.is_file():
+        text = read_text_file(path, "sweep spec")
+    else:
+        text = (resources.files("conceptlab.experiments") / "sweeps" / f"{source.sweep}.yaml").read_text()
+    data = dict(parse_yaml(text, f"sweep {shown(source.sweep)}") or {})
     data.pop("name", None)
     data.pop("root", None)
-    data["description"] = f"findings run set {name} ({scale}) from sweep {source.sweep}: " + str(data.get("description", ""))
-    axes = dict(data.get("axes") or {})
-    axes["seeds"] = seeds
-    data["axes"] = axes
-    base_overrides = data.get("overrides") or []
-    if isinstance(base_overrides, dict):
-        base_overrides = [f"{k}={json.dumps(v)}" for k, v in base_overrides.items()]
-    data["overrides"] = list(base_overrides) + overrides
+    base = data.get("base")
+    if path.is_file() and isinstance(base, str) and base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
+        data["base"] = str((path.parent / base).resolve())  # the generated spec lives elsewhere
+    data["description"] = f"{label} from sweep {source.sweep}: {data.get('description', '')}"
+    data["axes"] = {**dict(data.get("axes") or {}), "seeds": seeds}
+    own = data.get("overrides") or []
+    if isinstance(own, dict):
+        own = [f"{k}={json.dumps(v)}" for k, v in own.items()]
+    data["overrides"] = list(own) + overrides
     return data
 
 
