@@ -202,3 +202,41 @@ def test_all_seeds_passing_is_reproduced_and_none_is_not_reproduced(tmp_path):
     _fake_runs(p, {"a": {s: _acc(0.5, 400, 300) for s in (100, 101, 102)}})
     f = evaluate_suite(p)["findings"][0]
     assert f["verdict"] == "not reproduced" and [c["passed"] for c in f["criteria"]] == [0, 0]
+
+
+def test_a_step_rule_reads_the_last_checkpoint_before_another_quantity_reaches_its_bar(tmp_path):
+    """`step: {where: ..., column: score, reaches: 0.5}`: the last checkpoint before over-prompting's score first
+    reaches 0.5 (none when it is there at the first checkpoint; the last when it never is)."""
+    import pandas as pd
+
+    from conceptlab.experiments.findings import step_before
+
+    def table(op_scores):
+        rows = []
+        for step, op in zip((100, 200, 300, 400), op_scores):
+            rows += [{"step": step, "intervention": "over_prompting", "score": op},
+                     {"step": step, "intervention": "cfg", "score": step / 1000}]
+        return pd.DataFrame(rows)
+
+    op = lambda t: t[t["intervention"] == "over_prompting"]  # noqa: E731
+    assert step_before(op(table([0.0, 0.2, 0.6, 0.9])), "score", 0.5) == 200
+    assert step_before(op(table([0.7, 0.2, 0.6, 0.9])), "score", 0.5) is None
+    assert step_before(op(table([0.0, 0.1, 0.2, 0.3])), "score", 0.5) == 400
+    assert step_before(op(table([0.0, 0.1, 0.2, 0.3]))[:0], "score", 0.5) is None
+
+    data = _suite()
+    data["findings"][0]["criteria"][0]["value"] = {
+        "runs": "a", "table": "emergence", "column": "score", "where": {"intervention": "cfg"},
+        "step": {"where": {"intervention": "over_prompting"}, "column": "scroe", "reaches": 0.5}}
+    with pytest.raises(ConfigError, match="table emergence has no column 'scroe'"):
+        load_suite(_write(tmp_path, data))
+    data["findings"][0]["criteria"][0]["value"]["step"]["column"] = "score"
+    suite = load_suite(_write(tmp_path, data))
+    p = plan(suite, None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {s: _acc(0.9, 200, 300) for s in (100, 101, 102)},
+                   "b": {s: _acc(0.5, 1, 1) for s in (100, 101, 102)}})
+    for r in p.sets["a"].sweep.runs:  # the emergence table of each run of `a`
+        table([0.0, 0.2, 0.6, 0.9]).assign(target="11").to_parquet(r.directory(p.sets["a"].sweep.root)
+                                                                     / "emergence.parquet")
+    beats = evaluate_suite(p)["findings"][0]["criteria"][0]
+    assert [s["value"] for s in beats["seeds"]] == [0.2, 0.2, 0.2]  # cfg's score at step 200

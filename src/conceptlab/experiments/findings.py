@@ -124,6 +124,16 @@ class RunSetSpec(_Strict):
         return self
 
 
+class StepBefore(_Strict):
+    """A checkpoint chosen by another quantity of the same table: the last one before the rows matching `where` first
+    reach `reaches` in `column` (e.g. the last checkpoint before over-prompting's capability appears). No checkpoint
+    when they reach it at the first one; the last checkpoint when they never do."""
+
+    where: dict[str, Any] = Field(default_factory=dict)
+    column: str
+    reaches: float
+
+
 class Selector(_Strict):
     """Where a criterion's value comes from, per report seed."""
 
@@ -132,7 +142,8 @@ class Selector(_Strict):
     table: str | None = Field(None, description="a run-level table (<name>.parquet)")
     column: str | None = None
     where: dict[str, Any] = Field(default_factory=dict, description="table rows: column → value")
-    step: Literal["first", "last"] | int | None = Field(None, description="table rows: the checkpoint to read")
+    step: Literal["first", "last"] | int | StepBefore | None = Field(
+        None, description="table rows: the checkpoint to read (first, last, a step, or before: a StepBefore rule)")
     compute: str | None = Field(None, description="package.module:function(runs, **args) → {seed: value}")
     args: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict, description="pick the set's runs by config value")
@@ -368,7 +379,8 @@ def _check_against_configs(suite: Suite, where: str) -> None:
                     raise ConfigError(f"{label}: a {kind} run writes no table {sel.table!r} (it writes: "
                                       f"{', '.join(sorted(tables))})")
                 columns = tables.get(sel.table, ())
-                for col in [sel.column, *sel.where]:
+                extra = [sel.step.column, *sel.step.where] if isinstance(sel.step, StepBefore) else []
+                for col in [sel.column, *sel.where, *extra]:
                     if columns and not column_declared(col, columns):
                         raise ConfigError(f"{label}: table {sel.table} has no column {col!r} (it has: "
                                           f"{', '.join(sorted(columns))})")
@@ -646,14 +658,16 @@ def _table_value(rec: RunRecord, sel: Selector):
     path = RunFolder(rec.folder).table(sel.table)
     if not path.is_file():
         return None
-    frame = read_parquet(path)
-    for col, wanted in sel.where.items():
-        if col not in frame.columns:
-            raise ConfigError(f"table {sel.table} of run {rec.run_id} has no column {col!r}")
-        frame = frame[frame[col].map(lambda v: _matches(v, wanted))]
+    table = read_parquet(path)
+    frame = _rows(table, sel.where, sel.table, rec.run_id)
     if sel.step is not None and "step" in frame.columns and not frame.empty:
         steps = sorted(frame["step"].unique())
-        at = steps[0] if sel.step == "first" else steps[-1] if sel.step == "last" else sel.step
+        if isinstance(sel.step, StepBefore):
+            at = step_before(_rows(table, sel.step.where, sel.table, rec.run_id), sel.step.column, sel.step.reaches)
+            if at is None:
+                return None
+        else:
+            at = steps[0] if sel.step == "first" else steps[-1] if sel.step == "last" else sel.step
         frame = frame[frame["step"] == at]
     if frame.empty:
         return None
@@ -662,6 +676,26 @@ def _table_value(rec: RunRecord, sel: Selector):
                           f"(step {sel.step}); narrow where or step to one row")
     v = frame.iloc[0][sel.column]
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else (bool(v) if isinstance(v, bool) else float(v))
+
+
+def _rows(frame: pd.DataFrame, where: dict[str, Any], table: str, run_id: str) -> pd.DataFrame:
+    for col, wanted in where.items():
+        if col not in frame.columns:
+            raise ConfigError(f"table {table} of run {run_id} has no column {col!r}")
+        frame = frame[frame[col].map(lambda v, w=wanted: _matches(v, w))]
+    return frame
+
+
+def step_before(rows: pd.DataFrame, column: str, reaches: float):
+    """The last step before `column` (its maximum over the rows of a step) first reaches `reaches`; None when it
+    reaches it at the first step or there are no rows; the last step when it never does."""
+    if rows.empty or column not in rows.columns:
+        return None
+    per_step = rows.groupby("step")[column].max().sort_index()
+    hit = [i for i, v in enumerate(per_step.to_numpy()) if v >= reaches]
+    if not hit:
+        return per_step.index[-1]
+    return None if hit[0] == 0 else per_step.index[hit[0] - 1]
 
 
 def _one_value(rec: RunRecord, sel: Selector):
