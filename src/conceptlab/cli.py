@@ -696,11 +696,11 @@ def findings(
     except OSError as err:
         _fail(f"cannot write the report: {one_line(str(err))}", code=1)
     verdicts = Table("finding", "setup", "verdict", "seeds passing", "run time", box=None)
-    from conceptlab.report.findings import VERDICT_MARK, _hms, _passing
+    from conceptlab.report.findings import VERDICT_MARK, hms, passing
 
     for f in evaluated["findings"]:
-        verdicts.add_row(f["name"], f.get("setup") or "—", VERDICT_MARK[f["verdict"]], _passing(f),
-                         _hms(f.get("run_seconds")))
+        verdicts.add_row(f["name"], f.get("setup") or "—", VERDICT_MARK[f["verdict"]], passing(f),
+                         hms(f.get("run_seconds")))
     console.print(verdicts)
     console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now, "
                   f"{len(result['failed'])} failed; wall time {wall / 60:.1f} min", markup=False)

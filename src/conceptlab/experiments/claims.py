@@ -93,3 +93,18 @@ class ControlsSpec(_Strict):
 
     def table_path(self, source: str, measure: str) -> list[str]:
         return self.path.format(source=source, measure=measure).split(".")
+
+
+def summary_value(summary: dict, keys: list[str]) -> float | bool | None:
+    """The number or truth value at `keys` in a run's summary; None where the path is missing or holds anything
+    else (a list, a string, null)."""
+    node = summary
+    for k in keys:
+        if not isinstance(node, dict) or k not in node:
+            return None
+        node = node[k]
+    if isinstance(node, bool):
+        return node
+    if isinstance(node, (int, float)):
+        return float(node)
+    return None

@@ -20,12 +20,11 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from conceptlab.analysis.control_claims import evaluate
-from conceptlab.experiments.claims import ClaimSpec, ControlsSpec
+from conceptlab.experiments.claims import ClaimSpec, ControlsSpec, summary_value
 from conceptlab.experiments.loading import ConfigError, load_config
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
 from conceptlab.experiments.sweep import parse_spec, read_manifest
@@ -37,19 +36,6 @@ ACROSS_TABLE = "controls_across_seeds.parquet"
 CLAIMS = "controls_claims.json"
 MARKDOWN = "controls.md"
 FIGURE = "controls.png"
-
-
-def _lookup(summary: dict, keys: list[str]):
-    node: Any = summary
-    for k in keys:
-        if not isinstance(node, dict) or k not in node:
-            return None
-        node = node[k]
-    if isinstance(node, bool):
-        return node
-    if isinstance(node, (int, float)):
-        return float(node)
-    return None
 
 
 def _runs(root: Path) -> tuple[list[dict], list[str]]:
@@ -73,7 +59,7 @@ def tabulate(runs: list[dict], spec: ControlsSpec) -> pd.DataFrame:
     for r in runs:
         for source in spec.sources:
             for measure in spec.measures:
-                v = _lookup(r["summary"], spec.table_path(source, measure))
+                v = summary_value(r["summary"], spec.table_path(source, measure))
                 rows.append({"run": r["run_id"], "seed": r["seed"], "source": source, "measure": measure,
                              "value": math.nan if v is None else float(v)})
     return pd.DataFrame(rows, columns=["run", "seed", "source", "measure", "value"])
@@ -88,9 +74,9 @@ def across_seeds(table: pd.DataFrame) -> pd.DataFrame:
 
 def evaluate_claim(claim: ClaimSpec, spec: ControlsSpec, runs: list[dict]) -> dict:
     """One claim over the runs' seeds: its definition, per-seed values and the verdict."""
-    trained = {r["seed"]: _lookup(r["summary"], spec.value_path(claim, "trained")) for r in runs}
+    trained = {r["seed"]: summary_value(r["summary"], spec.value_path(claim, "trained")) for r in runs}
     control = None if claim.control is None else {
-        r["seed"]: _lookup(r["summary"], spec.value_path(claim, claim.control)) for r in runs}
+        r["seed"]: summary_value(r["summary"], spec.value_path(claim, claim.control)) for r in runs}
     result = evaluate(trained, control, claim.direction, claim.margin, claim.min_seeds)
     return {**claim.model_dump(), **result}
 

@@ -59,13 +59,16 @@ from pydantic import Field, ValidationError, model_validator
 
 from conceptlab.analysis import finding_criteria
 from conceptlab.config_base import StrictConfig as _Strict
+from conceptlab.experiments.claims import summary_value
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, load_config, parse_yaml, preset_names, read_text_file
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
-from conceptlab.experiments.sweep import Sweep, expand, parse_spec, sweep_names, write_manifest
+from conceptlab.experiments.executors import RunTask
+from conceptlab.experiments.sweep import Sweep, expand, parse_spec, pending_runs, spec_text, sweep_names, write_manifest
 from conceptlab.messages import one_line, shown
 from conceptlab.plugins import PluginError, is_import_path, resolve
 from conceptlab.store.files import read_json, read_parquet, write_json
+from conceptlab.store.index import flatten
 from conceptlab.store.run_folder import RunFolder
 
 SUITE = "findings.yaml"
@@ -79,6 +82,11 @@ COMMON_SECTIONS = frozenset({"run", "name", "kind", "config_hash", "training_ima
 
 
 # -- the spec ----------------------------------------------------------------------------------------------------------
+
+def _check_name(what: str, name: str) -> None:
+    if not _NAME.match(name):
+        raise ValueError(f"{what} name {name!r}: lower-case letters, digits and '-' only")
+
 
 class Variant(_Strict):
     """A run set at another scale: `quick` adds its overrides to the set's and runs its seeds (default: the first
@@ -181,8 +189,7 @@ class CriterionSpec(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> "CriterionSpec":
-        if not _NAME.match(self.name):
-            raise ValueError(f"criterion name {self.name!r}: lower-case letters, digits and '-' only")
+        _check_name("criterion", self.name)
         if self.direction == "holds":
             if self.control is not None or self.threshold is not None:
                 raise ValueError(f"criterion {self.name}: a 'holds' criterion has no control or threshold")
@@ -204,12 +211,10 @@ class FindingSpec(_Strict):
     reason: str = ""
     criteria: list[CriterionSpec] = Field(default_factory=list)
     claims_from: str | None = Field(None, description="a run set (a sweep with a controls block): its claims")
-    headline: str = Field("", description="how the headline sentence reads the criteria")
 
     @model_validator(mode="after")
     def _consistent(self) -> "FindingSpec":
-        if not _NAME.match(self.name):
-            raise ValueError(f"finding name {self.name!r}: lower-case letters, digits and '-' only")
+        _check_name("finding", self.name)
         if self.status == "not implemented":
             if not self.reason or self.criteria or self.claims_from:
                 raise ValueError(f"finding {self.name}: a finding not implemented gives a reason and no criteria")
@@ -279,6 +284,12 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
                 raise ConfigError(f"{where}: finding {finding.name}: claims_from: unknown run set "
                                   f"{finding.claims_from!r}")
             used.add(finding.claims_from)
+    for finding in suite.findings:
+        for c in finding.criteria:
+            n = len(suite.runs[c.value.runs].seeds)
+            if c.min_seeds is not None and c.min_seeds > n:
+                raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: min_seeds {c.min_seeds} > the "
+                                  f"{n} report seeds of run set {c.value.runs}")
     unused = sorted(set(suite.runs) - used)
     if unused:
         raise ConfigError(f"{where}: run set {unused[0]!r} is used by no finding")
@@ -466,17 +477,13 @@ def _spec_yaml(name: str, runs: RunSetSpec, variant: Variant | None, seeds: list
     label = f"findings run set {name} ({scale})"
     if source.preset is not None:
         return {"description": label, "base": source.preset, "axes": {"seeds": seeds}, "overrides": overrides}
-    path = Path(source.sweep)
-    if path.is_file():
-        text = read_text_file(path, "sweep spec")
-    else:
-        text = (resources.files("conceptlab.experiments") / "sweeps" / f"{source.sweep}.yaml").read_text()
+    _, text, folder = spec_text(source.sweep)
     data = dict(parse_yaml(text, f"sweep {shown(source.sweep)}") or {})
     data.pop("name", None)
     data.pop("root", None)
     base = data.get("base")
-    if path.is_file() and isinstance(base, str) and base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
-        data["base"] = str((path.parent / base).resolve())  # the generated spec lives elsewhere
+    if folder is not None and isinstance(base, str) and base.endswith((".yaml", ".yml")) and not Path(base).is_absolute():
+        data["base"] = str((folder / base).resolve())  # the generated spec lives elsewhere
     data["description"] = f"{label} from sweep {source.sweep}: {data.get('description', '')}"
     data["axes"] = {**dict(data.get("axes") or {}), "seeds": seeds}
     own = data.get("overrides") or []
@@ -537,9 +544,6 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
 def run_plan(p: Plan, executor, progress: bool = True, console=None) -> dict[str, Any]:
     """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
     workers stay busy across run sets); returns counts and failures."""
-    from conceptlab.experiments.sweep import pending_runs
-    from conceptlab.experiments.executors import RunTask
-
     tasks = []
     total = 0
     for s in p.sets.values():
@@ -591,20 +595,10 @@ class RunRecord:
 
     run_id: str
     seed: int
-    config: dict[str, Any]        # flattened: "data.color_separation" → value
+    config: dict[str, Any]        # flattened (store.index.flatten): "data.color_separation" → value
     summary: dict[str, Any]
     folder: Path | None
     setup: str | None = None      # `setup_of` its config (None: not a concept-space run)
-
-
-def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
-    out[prefix[:-1]] = obj
-    return out
 
 
 def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
@@ -628,28 +622,17 @@ def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
         if not run.is_complete():
             missing.append(r.run_id)
             continue
-        out.append(RunRecord(r.run_id, int(r.config.train.train_seed), _flat(r.config.model_dump(mode="json")),
+        out.append(RunRecord(r.run_id, int(r.config.train.train_seed), flatten(r.config.model_dump(mode="json")),
                              run.read_summary(), folder, setup_of(r.config)))
     return out, missing
-
-
-def _lookup(summary: dict, path: str):
-    node: Any = summary
-    for k in path.split("."):
-        if not isinstance(node, dict) or k not in node:
-            return None
-        node = node[k]
-    if isinstance(node, bool) or node is None:
-        return node
-    if isinstance(node, (int, float)):
-        return float(node)
-    return None
 
 
 def _matches(value: Any, wanted: Any) -> bool:
     if isinstance(wanted, (int, float)) and not isinstance(wanted, bool) and isinstance(value, (int, float)):
         return math.isclose(float(value), float(wanted), rel_tol=1e-9, abs_tol=1e-12)
-    return str(value) == str(wanted) if not isinstance(wanted, (list, dict)) else value == wanted
+    if isinstance(wanted, (list, dict)):  # a flattened config keeps lists as JSON text
+        return value == wanted or value == json.dumps(wanted)
+    return str(value) == str(wanted)
 
 
 def _table_value(rec: RunRecord, sel: Selector):
@@ -699,7 +682,7 @@ def step_before(rows: pd.DataFrame, column: str, reaches: float):
 
 
 def _one_value(rec: RunRecord, sel: Selector):
-    return _lookup(rec.summary, sel.path) if sel.path is not None else _table_value(rec, sel)
+    return summary_value(rec.summary, sel.path.split(".")) if sel.path is not None else _table_value(rec, sel)
 
 
 def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple[dict[int, Any], dict[int, list[str]]]:
@@ -715,9 +698,8 @@ def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple
         if sel.across is not None:
             xs = [r.config.get(sel.across) for r in mine]
             ys = [finding_criteria.uncensor(_one_value(r, sel), sel.censored) for r in mine]
-            values[s] = None if len(mine) < 3 else finding_criteria.trend(xs, ys)
-            if values[s] is not None and math.isnan(values[s]):
-                values[s] = None
+            rho = finding_criteria.trend(xs, ys)  # NaN with fewer than 3 runs or a constant side
+            values[s] = None if math.isnan(rho) else rho
             continue
         if len(mine) > 1:
             raise ConfigError(f"value from run set {sel.runs}: {len(mine)} runs for seed {s}; pick one with config: "
@@ -752,7 +734,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
             against: Any = controls
         else:
             against = c.threshold
-        need = None if c.min_seeds is None else min(c.min_seeds, len(seeds))  # a --quick set runs fewer seeds
+        need = c.min_seeds if c.min_seeds is None or p.scale != "quick" else min(c.min_seeds, len(seeds))  # quick: 1 seed
         result = finding_criteria.evaluate(values, against, c.direction, c.margin, need, c.value.censored,
                                            c.control.censored if c.control is not None else "none")
         out_criteria.append({"name": c.name, "statement": c.statement, "direction": c.direction,
@@ -773,7 +755,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     return {
         "name": finding.name, "paper": finding.paper, "claim": finding.claim,
         "setup": "+".join(made) if made else finding.setup,  # what the runs were (a paper-scale run is the paper's)
-        "control": finding.control, "reason": finding.reason, "headline": finding.headline,
+        "control": finding.control, "reason": finding.reason,
         "verdict": finding_criteria.finding_verdict([c["verdict"] for c in out_criteria]),
         "criteria": out_criteria,
         "run_sets": {n: {"seeds": p.sets[n].seeds, "command": p.sets[n].command, "folder": str(p.sets[n].root),

@@ -116,7 +116,7 @@ def sweep_names() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _spec_text(source: str) -> tuple[str, str, Path | None]:
+def spec_text(source: str) -> tuple[str, str, Path | None]:
     """(name, YAML text, folder relative paths resolve from) for a shipped sweep name or a YAML path."""
     path = Path(source)
     if path.is_dir() and (path / SPEC_COPY).is_file():
@@ -144,7 +144,7 @@ def _as_overrides(value: Any, where: str) -> list[str]:
 
 def parse_spec(source: str) -> SweepSpec:
     """Read a sweep spec (shipped name, YAML file, or a sweep folder holding sweep.yaml)."""
-    name, text, folder = _spec_text(source)
+    name, text, folder = spec_text(source)
     where = f"sweep {shown(name)}"
     data = parse_yaml(text, where) or {}
     if not isinstance(data, dict):
@@ -332,7 +332,7 @@ def check_sweep_memory(sweep: Sweep) -> None:
 def write_manifest(sweep: Sweep) -> Path:
     """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new."""
     sweep.root.mkdir(parents=True, exist_ok=True)
-    _, text, _ = _spec_text(sweep.source) if sweep.source else ("", "", None)
+    _, text, _ = spec_text(sweep.source) if sweep.source else ("", "", None)
     if text and not (Path(sweep.source).is_dir() or Path(sweep.source).name == SPEC_COPY):
         named = text if any(line.startswith("name:") for line in text.splitlines()) else f"name: {sweep.spec.name}\n{text}"
         write_text(sweep.root / SPEC_COPY, named)

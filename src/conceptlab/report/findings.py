@@ -49,7 +49,7 @@ def _spread(s: dict | None) -> str:
     return text
 
 
-def _hms(seconds: float | None) -> str:
+def hms(seconds: float | None) -> str:
     if seconds is None:
         return "—"
     seconds = float(seconds)
@@ -68,7 +68,7 @@ def _rule(c: dict) -> str:
     return f"{sign} ≥ {_num(c['margin'])}"
 
 
-def _passing(f: dict) -> str:
+def passing(f: dict) -> str:
     return ", ".join(f"{c['passed']}/{c['of']}" for c in f["criteria"]) or "—"
 
 
@@ -77,7 +77,7 @@ def verdict_table(result: dict) -> pd.DataFrame:
     for f in result["findings"]:
         rows.append({"finding": f["name"], "paper": f["paper"], "setup": SETUP.get(f.get("setup")),
                      "binding control": f.get("control") or "—", "verdict": VERDICT_MARK[f["verdict"]],
-                     "seeds passing (per criterion)": _passing(f), "run time": _hms(f.get("run_seconds"))})
+                     "seeds passing (per criterion)": passing(f), "run time": hms(f.get("run_seconds"))})
     return pd.DataFrame(rows)
 
 
@@ -114,7 +114,7 @@ def _md_table(frame: pd.DataFrame) -> str:
 def _provenance_line(result: dict) -> str:
     code = result.get("code", {})
     commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
-    wall = f"; wall time of this invocation {_hms(result.get('wall_seconds'))}" if result.get("wall_seconds") else ""
+    wall = f"; wall time of this invocation {hms(result.get('wall_seconds'))}" if result.get("wall_seconds") else ""
     runs = result.get("runs")
     if runs:
         wall += (f" ({runs['done']} of {runs['total']} runs made now, {runs['reused']} reused from earlier invocations "
@@ -156,7 +156,7 @@ def findings_markdown(result: dict) -> str:
                          for n, s in f["run_sets"].items())
         out += [f"Command: `{f['command']}`. Runs: {sets}. Machine: {', '.join(f['machines']) or '—'}; "
                 f"precision: {', '.join(f['precision']) or '—'}; code: {', '.join(f['code']) or '—'}; "
-                f"run time (sum over its runs): {_hms(f.get('run_seconds'))}.", ""]
+                f"run time (sum over its runs): {hms(f.get('run_seconds'))}.", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -183,7 +183,7 @@ def findings_html(result: dict, root: Path) -> str:
             body.append(f"<p class=\"muted\">Command: <code>{html.escape(f['command'])}</code>. Machine: "
                         f"{html.escape(', '.join(f['machines']) or '—')}; precision: "
                         f"{html.escape(', '.join(f['precision']) or '—')}; code: "
-                        f"{html.escape(', '.join(f['code']) or '—')}; run time: {_hms(f.get('run_seconds'))}.</p>")
+                        f"{html.escape(', '.join(f['code']) or '—')}; run time: {hms(f.get('run_seconds'))}.</p>")
         sections.append((f["name"], f["name"], "".join(body)))
     return page("Findings", f"scale {html.escape(result['scale'])}", sections)
 

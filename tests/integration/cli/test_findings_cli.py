@@ -33,13 +33,15 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     first = json.loads((out / "findings.json").read_text())
     verdicts = {f["name"]: f["verdict"] for f in first["findings"]}
     assert verdicts == {"shorter-runs-end-earlier": "reproduced", "shorter-runs-end-later": "not reproduced",
-                        "accuracy-recorded": "reproduced"}
+                        "twenty-steps-learn-nothing": "reproduced"}
     assert "4 runs: 0 reused, 4 done now, 0 failed" in micro_findings["output"]
     for name in ("findings.md", "report.html", "figures/shorter-runs-end-earlier.png"):
         assert (out / name).is_file(), name
     earlier = first["findings"][0]
     assert earlier["run_sets"]["short"]["seeds"] == [100, 101] and earlier["run_sets"]["short"]["missing"] == []
     assert earlier["command"] == "conceptlab findings shorter-runs-end-earlier" and earlier["machines"]
+    never = next(f for f in first["findings"] if f["name"] == "twenty-steps-learn-nothing")["criteria"][0]["seeds"]
+    assert [s["value"] for s in never] == [float("inf")] * 2, never  # read as censored, not as "not measured"
 
     docs = tmp_path / "docs" / "findings.md"
     again = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
