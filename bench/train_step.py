@@ -14,6 +14,11 @@ this run.
 
     .venv/bin/python bench/train_step.py [--preset paper] [--batch 64] [--reps 3] [--steps 2] [--threads N]
     .venv/bin/python bench/train_step.py --quick --preset micro --batch 2 --reps 1     # seconds; no claim
+    .venv/bin/python bench/train_step.py --preset hidden-emergence-paper-tiny --levers channels_last compile
+
+`--levers` adds our step under a lever as further interleaved sides, each with its ratio to the reference:
+`channels_last` (weights and images in channels-last memory format) and `compile` (`torch.compile` of the network;
+its compile time, the first call, is printed apart and not in the step times).
 """
 
 from __future__ import annotations
@@ -31,12 +36,42 @@ from conceptlab.train.precision import resolve_bf16
 from conceptlab.train.trainer import build_optimizer, train_step
 
 
+LEVERS = {"channels_last", "compile"}
+
+
+def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, steps: int):
+    """Our train_step on a copy of `ours` (same weights, its own optimizer) under one lever; returns (the side's
+    function, seconds of its first call: the compile time for `compile`, one step otherwise)."""
+    import copy
+    import time
+
+    model = copy.deepcopy(ours)
+    x = images
+    if name == "channels_last":
+        model = model.to(memory_format=torch.channels_last)
+        x = images.contiguous(memory_format=torch.channels_last)
+    elif name == "compile":
+        model.net = torch.compile(model.net)
+    opt = build_optimizer(model, cfg.train)
+    began = time.perf_counter()
+    train_step(model, opt, x, prompts, noise, bf16, "cpu", clip)
+    first = time.perf_counter() - began
+
+    def run() -> None:
+        for _ in range(steps):
+            train_step(model, opt, x, prompts, noise, bf16, "cpu", clip)
+
+    return run, first
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     benchlib.add_common_arguments(parser, "paper")
     parser.add_argument("--batch", type=int, default=None, help="images per step (default: the preset's)")
     parser.add_argument("--steps", type=int, default=2, help="training steps per repetition")
     parser.add_argument("--peak-size", type=int, default=2048, help="matmul size of the dense peak")
+    parser.add_argument("--levers", nargs="*", default=[], choices=sorted(LEVERS),
+                        help="our step under these levers as further sides (channels_last, compile)")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.peak_size = 1, 256
@@ -87,7 +122,13 @@ def main() -> None:
     def run_peak() -> None:  # a third side, so the peak sees the same machine state as the steps
         peaks.append({dt: benchlib.dense_peak(dt, args.peak_size, 2) for dt in (torch.float32, torch.bfloat16)})
 
-    times = benchlib.interleaved({"ours": run_ours, "reference": run_reference, "peak": run_peak}, args.reps)
+    sides = {"ours": run_ours, "reference": run_reference}
+    for lever in args.levers:
+        run, first = lever_side(lever, ours, cfg, images, prompts, noise, bf16, clip, args.steps)
+        what = "compile time (first call)" if lever == "compile" else "first call"
+        print(f"lever {lever}: {what} {first:.1f} s, not in the step times", flush=True)
+        sides[f"ours+{lever}"] = run
+    times = benchlib.interleaved({**sides, "peak": run_peak}, args.reps)
     per_step = {k: [t / args.steps for t in v] for k, v in times.items() if k != "peak"}
     peak = {dt: {k: max(p[dt][k] for p in peaks) for k in peaks[0][dt]} for dt in (torch.float32, torch.bfloat16)}
     best = {dt: max(p.values()) for dt, p in peak.items()}
@@ -102,6 +143,10 @@ def main() -> None:
         print(f"{name:<10} s/step: {benchlib.fmt_spread(per_step[name], 's')}; {gflops:.0f} GFLOP/s at the median = "
               f"{gflops / best[dtype]:.0%} of the {label} peak ({gflops / peak[dtype]['matmul']:.0%} of its matmul)")
     print(benchlib.ratio_line("training step", per_step["reference"], per_step["ours"]))
+    for lever in args.levers:
+        name = f"ours+{lever}"
+        print(f"{name:<10} s/step: {benchlib.fmt_spread(per_step[name], 's')}")
+        print(benchlib.ratio_line(f"training step, {lever}", per_step["reference"], per_step[name]))
 
 
 if __name__ == "__main__":

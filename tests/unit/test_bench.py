@@ -48,10 +48,15 @@ def test_a_bench_prints_both_sides_and_the_ratio(script, args):
 
 
 def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
-    out = run_bench("train_step.py", "--quick", "--preset", "micro", "--batch", "2", "--reps", "1")
+    out = run_bench("train_step.py", "--quick", "--preset", "micro", "--batch", "2", "--reps", "1",
+                    "--levers", "channels_last")
     assert re.search(r"train step \d+\.\d GFLOP", out), out
     assert re.search(r"dense peak bf16 .*: \d+ / \d+ GFLOP/s", out), out
     assert re.search(r"of the (bf16|fp32) peak", out), out
+    # a lever is one more interleaved side with its own ratio to the same reference
+    assert re.search(r"^lever channels_last: first call \d+\.\d s", out, re.M), out
+    assert re.search(r"^ours\+channels_last s/step: " + SPREAD.pattern, out, re.M), out
+    assert len(RATIO.findall(out)) == 2 and "ratio training step, channels_last (reference/ours)" in out, out
 
 
 def test_the_run_time_prediction_prints_every_term():
