@@ -75,10 +75,10 @@ SUITE = "findings.yaml"
 SCALES = ("quick", "full", "paper")
 RESULTS = "findings.json"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9\-]*$")
-# keys every run's summary has, whatever its study (the run driver writes them)
+# keys the run driver writes into every run's summary, whatever its study (reconstruction_phase: a VDM's runs only)
 COMMON_SECTIONS = frozenset({"run", "name", "kind", "config_hash", "training_images", "parameters", "device", "bf16",
                              "threads", "provenance", "seconds", "invocations", "seconds_all_invocations",
-                             "disk_bytes", "figures", "final_step", "checkpoints"})
+                             "disk_bytes", "figures", "final_step", "checkpoints", "reconstruction_phase"})
 
 
 # -- the spec ----------------------------------------------------------------------------------------------------------

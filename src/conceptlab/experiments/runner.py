@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 from rich.console import Console
 
+from conceptlab.analysis.vlb_terms import has_vlb_terms, reconstruction_phase
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
@@ -36,7 +37,7 @@ from conceptlab.experiments.provenance import analysis_versions, invocation
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
 from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
-from conceptlab.report.figures import plot_loss
+from conceptlab.report.figures import plot_loss, plot_vlb_terms
 from conceptlab.report.save import save_figures
 from conceptlab.store.files import (
     SymlinkRefused,
@@ -303,12 +304,16 @@ def evaluate_run(cfg: RunConfig, run_dir: Path, dgp, model, console: Console | N
         write_json(run.file(name), obj)
     figures = dict(summary.figures)
     log = _read_train_log(run)
+    extra: dict[str, Any] = {}
     if log is not None:
         figures["loss.png"] = plot_loss(log)
+        if has_vlb_terms(log):  # a VDM: when its reconstruction term stopped dominating the loss
+            extra["reconstruction_phase"] = reconstruction_phase(log)
+            figures["vlb_terms.png"] = plot_vlb_terms(log, extra["reconstruction_phase"]["end"])
     paths = save_figures(figures, run.figures)
     seconds.update(summary.seconds)
     seconds["summarize"] = time.perf_counter() - began - sum(summary.seconds.values())
-    fields = {**summary.fields, "figures": [str(p.relative_to(run.root)) for p in paths]}
+    fields = {**summary.fields, **extra, "figures": [str(p.relative_to(run.root)) for p in paths]}
     return fields, seconds
 
 

@@ -208,6 +208,39 @@ def plot_loss(log: pd.DataFrame) -> Figure:
     return fig
 
 
+@styled
+def plot_vlb_terms(log: pd.DataFrame, phase_end: int | None) -> Figure:
+    """A VDM's loss terms (bits per dimension, symmetric-log axis: the Gaussian reconstruction term goes below 0)
+    and the learned schedule's γ(0), γ(1) over training; the end of the reconstruction-dominated phase marked
+    (`analysis.vlb_terms.reconstruction_phase`)."""
+    fig, ax = plt.subplots(figsize=(COLUMN, 2.7))
+    names = {"diffusion_bpd": "diffusion", "prior_bpd": "prior", "recon_bpd": "reconstruction"}
+    for k, (column, label) in enumerate(names.items()):
+        if column in log.columns:
+            ax.plot(log["step"], log[column], color=color(k + 1), lw=0.9, label=label)
+    ax.set_yscale("symlog", linthresh=1.0)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("loss term (bits / dim)")
+    if phase_end is not None:
+        ax.axvline(phase_end, color=REFERENCE, ls=":", lw=0.9)
+        ax.annotate(f"reconstruction ≤ diffusion\nfrom step {phase_end:,}", (phase_end, 0.97),
+                    xycoords=("data", "axes fraction"), ha="left", va="top", fontsize=6, color=REFERENCE)
+    handles, labels = ax.get_legend_handles_labels()
+    if {"gamma_0", "gamma_1"} <= set(log.columns):
+        twin = ax.twinx()
+        twin.grid(False)
+        twin.spines["right"].set_visible(True)
+        for column, style in (("gamma_0", "--"), ("gamma_1", "-.")):
+            twin.plot(log["step"], log[column], color="0.3", ls=style, lw=0.9, label=f"γ({column[-1]})")
+        twin.set_ylabel("learned γ = −log SNR")
+        more_h, more_l = twin.get_legend_handles_labels()
+        handles, labels = handles + more_h, labels + more_l
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=5, handlelength=1.6,
+              columnspacing=1.0)
+    fig.tight_layout()
+    return fig
+
+
 def image_grid(images: np.ndarray, columns: int) -> np.ndarray:
     """Tile N×H×W×3 images into one array with a 1-pixel white border."""
     n, h, w, c = images.shape

@@ -16,7 +16,7 @@ from matplotlib.collections import PathCollection
 from conceptlab.analysis.concept_space import learning_times
 from conceptlab.report.abstraction_figures import plot_abstractions
 from conceptlab.report.emergence_figures import plot_intervention_scores, plot_trajectory_turn
-from conceptlab.report.figures import plot_accuracy, plot_concept_space
+from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_vlb_terms
 from conceptlab.report.save import save_figure
 from conceptlab.report.style import PAGE
 from conceptlab.report.sweep_figures import plot_region_accuracy
@@ -174,6 +174,20 @@ def test_region_accuracy_draws_no_error_bar_from_one_run_and_names_the_swept_key
                 segments = [s for c in bars.lines[2] for s in c.get_segments()]
                 assert all(np.asarray(s).size == 0 or np.isnan(np.asarray(s)).any() for s in segments)  # none drawn
     assert checked == 3 * 2  # three panels, two regions    matplotlib.pyplot.close(fig)
+
+
+def test_vlb_terms_name_every_term_and_schedule_end_and_mark_the_phase_end():
+    steps = np.arange(0, 10_000, 100)
+    gamma_0 = -5 - steps / 1000
+    log = pd.DataFrame({"step": steps, "diffusion_bpd": np.full(len(steps), 0.5), "prior_bpd": np.full(len(steps), 1e-3),
+                        "recon_bpd": np.exp(gamma_0) * 7.2e5 - 8.6, "gamma_0": gamma_0, "gamma_1": np.full(len(steps), 10.0)})
+    fig = plot_vlb_terms(log, 6300)
+    assert set(legend_texts(fig)) == {"diffusion", "prior", "reconstruction", "γ(0)", "γ(1)"}
+    assert any("from step 6,300" in t for t in texts(fig)), texts(fig)
+    assert fig.axes[0].get_yscale() == "symlog"  # the Gaussian reconstruction term goes below zero
+    assert not [t for t in texts(fig) if SNAKE.search(t)], texts(fig)
+    bare = plot_vlb_terms(log.drop(columns=["gamma_0", "gamma_1"]), None)  # a fixed schedule's log, no phase end
+    assert len(bare.axes) == 1 and not any("from step" in t for t in texts(bare))
 
 
 def test_save_figure_writes_png_and_a_vector_pdf(tmp_path):
