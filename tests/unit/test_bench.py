@@ -51,7 +51,8 @@ def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     out = run_bench("train_step.py", "--quick", "--preset", "micro", "--batch", "2", "--reps", "1",
                     "--levers", "channels_last")
     assert re.search(r"train step \d+\.\d GFLOP", out), out
-    assert re.search(r"dense peak bf16 .*: \d+ / \d+ GFLOP/s", out), out
+    # the bf16 peak is measured only where bf16 is native (emulated it is slow and no run uses it)
+    assert re.search(r"dense peak bf16 .*: \d+ / \d+ GFLOP/s|dense peak bf16: not measured \(this CPU has no native", out), out
     assert re.search(r"of the (bf16|fp32) peak", out), out
     # a lever is one more interleaved side with its own ratio to the same reference
     assert re.search(r"^lever channels_last: first call \d+\.\d s", out, re.M), out
