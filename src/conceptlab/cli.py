@@ -613,12 +613,16 @@ def findings(
                                             "figures/findings/ (e.g. docs/findings.md)"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
+    evaluate_only: bool = typer.Option(False, "--evaluate-only", help="run nothing: evaluate the runs already "
+                                       "finished (report seeds without one: 'no run', verdicts 'incomplete' "
+                                       "where they could still change)"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Regenerate every finding with its controls: run the suite's run sets (resumable; a run is reused only when
     its config and the code's analysis versions match), evaluate each pass criterion over the report seeds and
     write `findings.md`, `report.html` and `findings.json` (verdict per finding, per-seed values beside the binding
-    control, the command, machine, precision and time)."""
+    control, the command, machine, precision and time). `--evaluate-only` reads a suite that is still running or
+    was run piecewise (e.g. hours-long paper-setup runs over several sessions) without starting anything."""
     import time as _time
 
     from conceptlab.experiments.executors import ExecutorError, ExecutorOptions, make_executor
@@ -663,7 +667,13 @@ def findings(
         console.print(f"not run: {name} ({why})", markup=False)
     if dry_run:
         return
-    if scale == "paper" and not yes:
+    if evaluate_only:
+        if not reuse:
+            _fail("--evaluate-only reads finished runs: it cannot be combined with --no-reuse")
+        from conceptlab.experiments.findings import finished_counts
+
+        result = finished_counts(p)
+    elif scale == "paper" and not yes:
         import torch
 
         if not torch.cuda.is_available() and executor == "local":
@@ -678,18 +688,20 @@ def findings(
                               markup=False)
             console.print("rerun with --yes to run it here", markup=False)
             raise typer.Exit(code=0)
-    options = ExecutorOptions(kind=executor, workers=workers, threads=threads)
-    try:
-        runner_ = make_executor(executor, out, options, workers=workers)
-    except ExecutorError as err:
-        _fail(str(err))
     began = _time.perf_counter()
-    try:
-        result = run_plan(p, runner_, progress=progress, console=console)
-    except ExecutorError as err:
-        _fail(str(err))
+    if not evaluate_only:
+        options = ExecutorOptions(kind=executor, workers=workers, threads=threads)
+        try:
+            runner_ = make_executor(executor, out, options, workers=workers)
+        except ExecutorError as err:
+            _fail(str(err))
+        try:
+            result = run_plan(p, runner_, progress=progress, console=console)
+        except ExecutorError as err:
+            _fail(str(err))
     evaluated = evaluate_suite(p)
-    evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"]}
+    evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"],
+                         **({"not_finished": result["not_finished"]} if evaluate_only else {})}
     wall = _time.perf_counter() - began
     try:
         write_findings(evaluated, out, wall, markdown)
@@ -702,8 +714,12 @@ def findings(
         verdicts.add_row(f["name"], f.get("setup") or "—", VERDICT_MARK[f["verdict"]], passing(f),
                          hms(f.get("run_seconds")))
     console.print(verdicts)
-    console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now, "
-                  f"{len(result['failed'])} failed; wall time {wall / 60:.1f} min", markup=False)
+    if evaluate_only:
+        console.print(f"{result['runs']} runs: {result['skipped']} finished and read, {result['not_finished']} not "
+                      f"finished (nothing run: --evaluate-only)", markup=False)
+    else:
+        console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now, "
+                      f"{len(result['failed'])} failed; wall time {wall / 60:.1f} min", markup=False)
     console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
     if result["failed"]:
         for run_id, error in result["failed"].items():

@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from conceptlab.analysis.finding_criteria import compare, evaluate, finding_verdict, spread, trend, uncensor
+from conceptlab.analysis.finding_criteria import (compare, evaluate, finding_verdict, spread, trend, uncensor,
+                                                  verdict_with_missing)
 
 
 def test_every_seed_clearing_the_margin_is_reproduced_none_is_not_and_some_is_mixed():
@@ -36,6 +37,30 @@ def test_a_missing_run_or_value_fails_its_seed_and_is_never_passed():
     assert none["verdict"] == "not reproduced" and none["differences"]["n"] == 0
     holds = evaluate({0: True, 1: None, 2: False}, None, "holds")
     assert [s["passed"] for s in holds["seeds"]] == [True, False, False]
+
+
+def test_a_seed_without_a_run_is_never_read_as_censored_even_where_censoring_would_pass_it():
+    # "size is learned after step 100": a run that never learned size passes (censored high); a run that never
+    # finished says nothing and fails as "no run", where reading its missing value as +inf would have passed it
+    r = evaluate({0: None, 1: 300.0, 2: None}, 100.0, "greater", 1, censored="high", no_run=[2])
+    assert [s["passed"] for s in r["seeds"]] == [True, True, False]
+    assert r["seeds"][2]["note"] == "no run" and r["seeds"][2]["value"] is None and r["no_run"] == 1
+    assert r["verdict"] == "incomplete"  # seed 2 could still pass or fail
+    assert r["values"]["censored"] == 1 and r["values"]["n"] == 1  # the unrun seed is in neither count
+    with pytest.raises(ValueError, match="not among the seeds"):
+        evaluate({0: 1.0}, 0.0, "greater", no_run=[5])
+
+
+def test_a_verdict_with_unfinished_seeds_is_incomplete_unless_they_cannot_change_it():
+    assert verdict_with_missing([True, True, False], 0) == "mixed"  # every seed ran: the plain rule
+    assert verdict_with_missing([True, True, False], 1) == "incomplete"  # the unrun seed decides it
+    assert verdict_with_missing([True, False, False], 1) == "mixed"  # 1 pass + 1 to come < 3: mixed whatever it does
+    assert verdict_with_missing([True, True, False], 1, min_seeds=2) == "reproduced"  # enough passes already
+    assert verdict_with_missing([True, False, False, False, False], 1, min_seeds=5) == "mixed"  # cannot reach 5
+    assert verdict_with_missing([False, False, False], 2) == "incomplete"  # none yet: mixed or not reproduced
+    assert verdict_with_missing([False] * 5, 5) == "incomplete"
+    with pytest.raises(ValueError, match="no_run"):
+        verdict_with_missing([True], 2)
 
 
 def test_censored_values_decide_a_comparison_only_when_the_outcome_does_not_depend_on_them():
@@ -100,6 +125,11 @@ def test_a_finding_is_reproduced_only_when_every_criterion_is():
     assert finding_verdict(["reproduced", "mixed"]) == "mixed"
     assert finding_verdict(["reproduced", "not reproduced"]) == "mixed"
     assert finding_verdict(["not reproduced", "not reproduced"]) == "not reproduced"
+    # a finding with an incomplete criterion is incomplete unless its settled criteria already make it mixed
+    assert finding_verdict(["reproduced", "incomplete"]) == "incomplete"
+    assert finding_verdict(["not reproduced", "incomplete"]) == "incomplete"
+    assert finding_verdict(["mixed", "incomplete"]) == "mixed"
+    assert finding_verdict(["reproduced", "not reproduced", "incomplete"]) == "mixed"
     with pytest.raises(ValueError):
         finding_verdict([])
     with pytest.raises(ValueError, match="unknown"):

@@ -13,6 +13,7 @@ import yaml
 
 from conceptlab.experiments.findings import evaluate_suite, load_suite, plan, write_findings
 from conceptlab.experiments.loading import ConfigError
+from conceptlab.report.findings import findings_markdown
 
 ISSUE_FINDINGS = {  # the findings the suite must list (Park, Liang, Franzese)
     "concept-signal-orders-learning", "memorization-then-turn", "hidden-emergence", "underspecification",
@@ -177,7 +178,7 @@ def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_r
     (toy,) = result["findings"]
     beats, learns = toy["criteria"]
     assert [s["passed"] for s in beats["seeds"]] == [True, False, False]
-    assert beats["seeds"][2]["note"] == "not measured" and beats["verdict"] == "mixed"
+    assert beats["seeds"][2]["note"] == "no run" and beats["verdict"] == "mixed"  # 1 pass + 1 unrun < 3
     assert [s["passed"] for s in learns["seeds"]] == [True, False, True] and learns["verdict"] == "mixed"
     assert toy["verdict"] == "mixed"
     assert toy["run_sets"]["b"]["missing"] and not toy["run_sets"]["a"]["missing"]
@@ -185,7 +186,7 @@ def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_r
     assert toy["run_seconds"] == 50.0  # 3 runs of a + 2 of b, 10 s each
     paths = write_findings(result, tmp_path / "out", wall_seconds=12.0)
     md = (tmp_path / "out" / "findings.md").read_text()
-    assert "do not edit by hand" in md and "| toy | test | fast variant | run set b | ◐ mixed | 1/3, 2/3 |" in md
+    assert "do not edit by hand" in md and "| toy | test | fast variant | run set b | ◐ mixed | 1/3 (1 no run), 2/3 |" in md
     assert "## toy" in md and "`a-beats-b`" in md and "![toy](figures/toy.png)" in md
     assert (tmp_path / "out" / "figures" / "toy.png").is_file() and (tmp_path / "out" / "figures" / "toy.pdf").is_file()
     page = (tmp_path / "out" / "report.html").read_text()
@@ -193,6 +194,43 @@ def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_r
     saved = json.loads((tmp_path / "out" / "findings.json").read_text())
     assert saved["findings"][0]["verdict"] == "mixed" and saved["wall_seconds"] == 12.0
     assert len(paths) == 3
+
+
+def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incomplete(tmp_path):
+    # a threshold criterion where a censored value passes: "a's size learning time is later than step 100"
+    data = _suite()
+    data["findings"][0]["criteria"] = [{
+        "name": "size-late", "statement": "size is learned after step 100",
+        "value": {"runs": "a", "path": "learning_time.held_out/size", "censored": "high"},
+        "threshold": 100, "direction": "greater", "margin": 1}]
+    data["findings"][0].update(control="none", reason="a threshold, not a control")
+    data["runs"].pop("b")
+    suite = load_suite(_write(tmp_path, data))
+    p = plan(suite, None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, None), 101: _acc(0.9, 200, 300)}})  # 102 not finished
+    (toy,) = evaluate_suite(p)["findings"]
+    (late,) = toy["criteria"]
+    assert [s["passed"] for s in late["seeds"]] == [True, True, False]  # 100 never learned size: censored, passes
+    assert late["seeds"][2]["note"] == "no run" and late["no_run"] == 1
+    assert late["verdict"] == "incomplete" and toy["verdict"] == "incomplete"
+    md = findings_markdown(evaluate_suite(p))
+    assert "… incomplete" in md and "2/3 (1 no run)" in md and "no (no run)" in md
+    _fake_runs(p, {"a": {102: _acc(0.9, 200, None)}})  # it finishes, never learning size: now it passes
+    (toy,) = evaluate_suite(p)["findings"]
+    assert toy["criteria"][0]["passed"] == 3 and toy["verdict"] == "reproduced"
+
+
+def test_evaluate_only_counts_finished_and_unfinished_runs_and_runs_nothing(tmp_path):
+    from conceptlab.experiments.findings import finished_counts
+
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}, "b": {100: _acc(0.5, 1, 1), 101: _acc(0.5, 1, 1)}})
+    counts = finished_counts(p)
+    assert counts == {"runs": 6, "skipped": 3, "done": 0, "not_finished": 3, "failed": {}}
+    assert sorted(q.name for q in (tmp_path / "out" / "runs").rglob("summary.json")) == ["summary.json"] * 3
+    result = evaluate_suite(p)
+    result["runs"] = {"total": 6, "reused": 3, "done": 0, "not_finished": 3}
+    assert "`--evaluate-only`: nothing run, 3 of 6 runs finished and read, 3 not finished" in findings_markdown(result)
 
 
 def test_all_seeds_passing_is_reproduced_and_none_is_not_reproduced(tmp_path):

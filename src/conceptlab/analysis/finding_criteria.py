@@ -20,9 +20,16 @@ criterion; two censored values (neither event happened) decide nothing, and the 
 **Trends.** `trend(xs, ys)` is Spearman's rank correlation of a value with a config axis over one seed's runs
 (censored values rank beyond every finite one; ties share their mean rank); NaN when either side is constant.
 
+**Seeds without a run.** A report seed whose run is not finished (not run yet, failed, or left out of an
+evaluation of the finished runs only) is neither censored nor measured: it fails, with the note "no run", and is
+counted apart. Censoring speaks only for a run that finished without the event.
+
 **Verdict rule.** Over seeds, `reproduced` when at least `min_seeds` pass (every seed by default), `not reproduced`
 when none does, `mixed` otherwise; a finding with several criteria is `reproduced` when every criterion is,
-`not reproduced` when none is reproduced and none is mixed, `mixed` otherwise.
+`not reproduced` when none is reproduced and none is mixed, `mixed` otherwise. While seeds have no run, a verdict
+the missing seeds could still change is `incomplete` (enough passes already: `reproduced`; some passes and too few
+seeds left to reach `min_seeds`: `mixed`); a finding with an `incomplete` criterion is `mixed` when its settled
+criteria already make it so (one mixed, or one reproduced and one not), `incomplete` otherwise.
 
 Pure functions on plain numbers; no I/O.
 """
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import rankdata
@@ -39,9 +46,11 @@ from scipy.stats import rankdata
 from conceptlab.analysis.control_claims import DIRECTIONS, VERDICTS, verdict
 
 CENSORING = ("none", "high", "low")
+INCOMPLETE = "incomplete"
+FINDING_VERDICTS = (*VERDICTS, INCOMPLETE)
 ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
-__all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "SeedResult", "uncensor", "compare", "trend", "evaluate",
-           "finding_verdict", "spread"]
+__all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "SeedResult", "uncensor",
+           "compare", "trend", "evaluate", "verdict_with_missing", "finding_verdict", "spread"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,7 @@ class SeedResult:
     control: float | None          # the control's value or the threshold (±inf: censored)
     difference: float | None       # in the criterion's direction: ≥ margin passes (±inf when one side is censored)
     passed: bool
-    note: str = ""                 # why a seed failed without a difference: "not measured", "both censored"
+    note: str = ""                 # why a seed failed without a difference: "no run", "not measured", "both censored"
 
 
 def uncensor(x, censored: str = "none") -> float | None:
@@ -104,21 +113,47 @@ def spread(values: Sequence[float]) -> dict:
             "min": min(finite), "max": max(finite)}
 
 
+def verdict_with_missing(passed: Sequence[bool], no_run: int = 0, min_seeds: int | None = None) -> str:
+    """The verdict over `passed` (every report seed, those without a run as False) when `no_run` of them have no run:
+    the plain verdict when every seed ran; else `reproduced` / `mixed` where the missing seeds cannot change it, and
+    `incomplete` where they could."""
+    if no_run < 0 or no_run > len(passed):
+        raise ValueError(f"no_run must be in 0..{len(passed)}, got {no_run}")
+    if no_run == 0:
+        return verdict(passed, min_seeds)
+    need = len(passed) if min_seeds is None else min_seeds
+    if need < 1 or need > len(passed):
+        raise ValueError(f"min_seeds must be in 1..{len(passed)} (the seeds measured), got {need}")
+    n = sum(bool(p) for p in passed)
+    if n >= need:
+        return "reproduced"
+    if n > 0 and n + no_run < need:
+        return "mixed"
+    return INCOMPLETE
+
+
 def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | float | None, direction: str,
              margin: float = 0.0, min_seeds: int | None = None, censored: str = "none",
-             control_censored: str = "none") -> dict:
-    """One criterion over seeds. `values`: seed → the trained model's value (missing seeds: pass None);
-    `controls`: seed → the control's value (a missing seed fails), a fixed threshold (a number), or None for `holds`.
-    Returns the per-seed results (as dicts), passed / of, the verdict, and the spread of values, controls and
-    differences."""
+             control_censored: str = "none", no_run: Collection[int] = ()) -> dict:
+    """One criterion over seeds. `values`: seed → the trained model's value (not measured: None);
+    `controls`: seed → the control's value (a missing seed fails), a fixed threshold (a number), or None for `holds`;
+    `no_run`: the seeds (keys of `values`) whose run is not finished: they fail as "no run", never censored.
+    Returns the per-seed results (as dicts), passed / of, how many had no run, the verdict, and the spread of values,
+    controls and differences."""
     if not math.isfinite(margin):
         raise ValueError(f"margin must be a finite number, got {margin}")
     if not values:
         raise ValueError("a criterion needs at least one seed")
     if direction != "holds" and controls is None:
         raise ValueError(f"direction {direction!r} needs a control or a threshold")
+    unrun = set(no_run)
+    if unrun - set(values):
+        raise ValueError(f"no_run seeds {sorted(unrun - set(values))} are not among the seeds {sorted(values)}")
     rows = []
     for seed in sorted(values):
+        if seed in unrun:
+            rows.append(SeedResult(seed, None, None, None, False, "no run"))
+            continue
         if direction == "holds":
             raw = values[seed]
             rows.append(compare(seed, None if raw is None or (isinstance(raw, float) and math.isnan(raw)) else raw,
@@ -134,7 +169,8 @@ def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | floa
         "seeds": [asdict(r) for r in rows],
         "passed": sum(r.passed for r in rows),
         "of": len(rows),
-        "verdict": verdict([r.passed for r in rows], min_seeds),
+        "no_run": len(unrun),
+        "verdict": verdict_with_missing([r.passed for r in rows], len(unrun), min_seeds),
         "values": spread([r.value for r in rows if not isinstance(r.value, bool)]) if direction != "holds" else None,
         "controls": spread([r.control for r in rows]) if isinstance(controls, Mapping) else None,
         "differences": spread([r.difference for r in rows]),
@@ -142,12 +178,16 @@ def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | floa
 
 
 def finding_verdict(verdicts: Sequence[str]) -> str:
-    """`reproduced` when every criterion is, `not reproduced` when every one is not, `mixed` otherwise."""
+    """`reproduced` when every criterion is, `not reproduced` when every one is not, `mixed` when one is mixed or
+    they disagree, `incomplete` when one is incomplete and the settled ones do not already make the finding mixed."""
     if not verdicts:
         raise ValueError("a finding needs at least one criterion")
-    bad = set(verdicts) - set(VERDICTS)
+    bad = set(verdicts) - set(FINDING_VERDICTS)
     if bad:
-        raise ValueError(f"unknown verdicts {sorted(bad)}; allowed: {VERDICTS}")
+        raise ValueError(f"unknown verdicts {sorted(bad)}; allowed: {FINDING_VERDICTS}")
+    if INCOMPLETE in verdicts:
+        settled = set(verdicts) - {INCOMPLETE}
+        return "mixed" if "mixed" in settled or {"reproduced", "not reproduced"} <= settled else INCOMPLETE
     if all(v == "reproduced" for v in verdicts):
         return "reproduced"
     if all(v == "not reproduced" for v in verdicts):

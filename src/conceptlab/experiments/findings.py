@@ -541,6 +541,17 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
     return result
 
 
+def finished_counts(p: Plan) -> dict[str, Any]:
+    """What `run_plan` returns, for an evaluation that runs nothing: every run set's runs counted as finished
+    (read) or not finished; analytic sets are not computed (read where an earlier invocation left them)."""
+    total = finished = 0
+    for s in p.sets.values():
+        if s.sweep is not None:
+            total += len(s.sweep.runs)
+            finished += len(records(s)[0])
+    return {"runs": total, "skipped": finished, "done": 0, "not_finished": total - finished, "failed": {}}
+
+
 def run_plan(p: Plan, executor, progress: bool = True, console=None) -> dict[str, Any]:
     """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
     workers stay busy across run sets); returns counts and failures."""
@@ -708,6 +719,24 @@ def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple
     return values, used
 
 
+def unfinished_seeds(s: PlannedSet, missing: list[str], sel: Selector, seeds: list[int]) -> set[int]:
+    """The report seeds for which a run the selector reads is not finished (`missing`: the set's unfinished run ids).
+    Their value is unknown, not censored: a run that never finished says nothing about when an event happens."""
+    if not missing:
+        return set()
+    gone = set(missing)
+    if s.sweep is None:
+        return {seed for seed in seeds if f"seed_{seed}" in gone}
+    out = set()
+    for r in s.sweep.runs:
+        if r.run_id not in gone or int(r.config.train.train_seed) not in seeds:
+            continue
+        config = flatten(r.config.model_dump(mode="json"))
+        if all(_matches(config.get(k), v) for k, v in sel.config.items()):
+            out.add(int(r.config.train.train_seed))
+    return out
+
+
 def _differing(configs: list[dict[str, Any]]) -> set[str]:
     keys = set().union(*configs)
     return {k for k in keys if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in configs}) > 1}
@@ -726,9 +755,11 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
         seeds = p.sets[c.value.runs].seeds
         values, used = seed_values(c.value, recs[c.value.runs], seeds)
         sets_used[c.value.runs] = None
+        no_run = unfinished_seeds(p.sets[c.value.runs], missing[c.value.runs], c.value, seeds)  # never censored
         if c.control is not None:
             controls, cused = seed_values(c.control, recs[c.control.runs], seeds)
             sets_used[c.control.runs] = None
+            no_run |= unfinished_seeds(p.sets[c.control.runs], missing[c.control.runs], c.control, seeds)
             for s, ids in cused.items():
                 used[s] = sorted(set(used[s]) | set(ids))
             against: Any = controls
@@ -736,7 +767,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
             against = c.threshold
         need = c.min_seeds if c.min_seeds is None or p.scale != "quick" else min(c.min_seeds, len(seeds))  # quick: 1 seed
         result = finding_criteria.evaluate(values, against, c.direction, c.margin, need, c.value.censored,
-                                           c.control.censored if c.control is not None else "none")
+                                           c.control.censored if c.control is not None else "none", no_run)
         out_criteria.append({"name": c.name, "statement": c.statement, "direction": c.direction,
                              "margin": c.margin, "threshold": c.threshold,
                              "value": c.value.model_dump(exclude_defaults=True),

@@ -21,7 +21,7 @@ from conceptlab.report.html import image_html, page, table_html
 from conceptlab.report.style import COLUMN, PAGE, REFERENCE, color, panel_grid, styled
 
 VERDICT_MARK = {"reproduced": "✓ reproduced", "mixed": "◐ mixed", "not reproduced": "✗ not reproduced",
-                "not run": "— not run"}
+                "incomplete": "… incomplete", "not run": "— not run"}
 SETUP = {"paper": "paper", "fast": "fast variant", None: "—"}
 
 
@@ -68,8 +68,12 @@ def _rule(c: dict) -> str:
     return f"{sign} ≥ {_num(c['margin'])}"
 
 
+def _passed(c: dict) -> str:
+    return f"{c['passed']}/{c['of']}" + (f" ({c['no_run']} no run)" if c.get("no_run") else "")
+
+
 def passing(f: dict) -> str:
-    return ", ".join(f"{c['passed']}/{c['of']}" for c in f["criteria"]) or "—"
+    return ", ".join(_passed(c) for c in f["criteria"]) or "—"
 
 
 def verdict_table(result: dict) -> pd.DataFrame:
@@ -84,7 +88,7 @@ def verdict_table(result: dict) -> pd.DataFrame:
 def criteria_table(f: dict) -> pd.DataFrame:
     rows = []
     for c in f["criteria"]:
-        rows.append({"criterion": c["name"], "rule": _rule(c), "passed": f"{c['passed']}/{c['of']}",
+        rows.append({"criterion": c["name"], "rule": _rule(c), "passed": _passed(c),
                      "verdict": VERDICT_MARK[c["verdict"]], "value": _spread(c.get("values")),
                      "control": _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold")),
                      "difference": _spread(c.get("differences"))})
@@ -116,7 +120,10 @@ def _provenance_line(result: dict) -> str:
     commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
     wall = f"; wall time of this invocation {hms(result.get('wall_seconds'))}" if result.get("wall_seconds") else ""
     runs = result.get("runs")
-    if runs:
+    if runs and "not_finished" in runs:
+        wall = (f"; `--evaluate-only`: nothing run, {runs['reused']} of {runs['total']} runs finished and read, "
+                f"{runs['not_finished']} not finished (their seeds count as 'no run')")
+    elif runs:
         wall += (f" ({runs['done']} of {runs['total']} runs made now, {runs['reused']} reused from earlier invocations "
                  "with the same config and code versions; each finding's run time is its runs' own)")
     smoke = (" The quick scale runs CI-size presets on one report seed: a smoke run of the machinery, not evidence."
@@ -132,7 +139,8 @@ def findings_markdown(result: dict) -> str:
            "", _provenance_line(result), "",
            "A criterion passes on a seed when its rule holds there; a criterion is *reproduced* when it passes on "
            "at least its declared number of seeds (every report seed unless stated), *not reproduced* when it passes "
-           "on none, *mixed* otherwise; a finding is reproduced when all its criteria are. Criteria, margins, "
+           "on none, *mixed* otherwise (*incomplete* while report seeds without a finished run could still change it); "
+           "a finding is reproduced when all its criteria are. Criteria, margins, "
            "controls and report seeds were declared in the suite (`src/conceptlab/experiments/findings.yaml`) "
            "before the report seeds were run.", "", _md_table(verdict_table(result)), ""]
     for f in result["findings"]:

@@ -97,3 +97,30 @@ def test_paper_scale_on_a_cpu_predicts_the_wall_time_and_runs_nothing_without_ye
         assert "run set short: 2 runs" in result.output and "predicted wall time on this CPU" in result.output
         assert "rerun with --yes" in result.output
     assert not list((tmp_path / "paper").rglob("summary.json"))
+
+
+@pytest.mark.slow
+def test_evaluate_only_reads_the_finished_runs_runs_nothing_and_says_what_is_missing(micro_findings, tmp_path):
+    """A suite run piecewise (hours-long runs over several sessions): `--evaluate-only` on a copy of the micro
+    suite's runs with one run unfinished reads the other three, starts nothing, and leaves the seed without a run
+    out of every verdict it could change."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(micro_findings["out"] / "runs", out / "runs")
+    unfinished = sorted((out / "runs" / "short").glob("*/summary.json"))[0]
+    unfinished.unlink()
+    result = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                 "--evaluate-only", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "4 runs: 3 finished and read, 1 not finished (nothing run: --evaluate-only)" in result.output
+    assert not unfinished.exists()  # nothing was run
+    saved = json.loads((out / "findings.json").read_text())
+    earlier = next(f for f in saved["findings"] if f["name"] == "shorter-runs-end-earlier")
+    assert earlier["verdict"] == "incomplete" and len(earlier["run_sets"]["short"]["missing"]) == 1
+    notes = [s["note"] for c in earlier["criteria"] for s in c["seeds"]]
+    assert notes.count("no run") == len(earlier["criteria"])  # one seed per criterion
+    assert "`--evaluate-only`: nothing run" in (out / "findings.md").read_text()
+    refused = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                  "--evaluate-only", "--no-reuse"])
+    assert refused.exit_code == 2 and "--evaluate-only reads finished runs" in refused.output
