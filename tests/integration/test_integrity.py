@@ -171,11 +171,11 @@ def test_kill_9_during_training_and_during_evaluation_then_resume_is_byte_identi
     reference = tmp_path / "reference"
     run_experiment(load_config(args[0], args[1:]), reference, progress=False)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    kill_points = {"training, after the first checkpoint": "checkpoints/step_0000020.json",
+    kill_points = {"training, after the first checkpoint": "timings.jsonl",  # written just after the checkpoint
                    "evaluation, after the first checkpoint's measurements": "interventions/step_0000020.parquet",
                    "evaluation, after the last checkpoint's concept space": "eval/step_0000060.parquet"}
     for point, marker in kill_points.items():
-        run = tmp_path / f"killed-in-{point.split(',')[0]}-{marker.split('/')[0]}"
+        run = tmp_path / f"killed-in-{point.split(',')[0]}-{marker.split('/')[0].split('.')[0]}"
         config = tmp_path / f"{run.name}.yaml"
         config.write_text(yaml.safe_dump({"extends": "micro", **_nested(args[1:])}))
         code = ("import sys; from conceptlab.experiments.loading import load_config; "
@@ -191,9 +191,14 @@ def test_kill_9_during_training_and_during_evaluation_then_resume_is_byte_identi
         proc.wait()
         assert not (run / "summary.json").exists()
         kept = {p.relative_to(run) for p in run.rglob("step_*") if p.is_file()}
-        run_experiment(load_config(str(config)), run, progress=False)  # resume
+        summary = run_experiment(load_config(str(config)), run, progress=False)  # resume
         assert kept <= {p.relative_to(run) for p in run.rglob("step_*") if p.is_file()}, f"lost files ({point})"
         _assert_same_run(reference, run, point)
+        # nor the killed invocation's training time: it was recorded at its checkpoints
+        assert summary["invocations"] == 2, point
+        assert summary["seconds_all_invocations"]["train"] > summary["seconds"]["train"], (point, summary)
+        killed = json.loads((run / "timings.jsonl").read_text().splitlines()[0])
+        assert killed.get("interrupted") is True and killed["seconds"]["train"] > 0, (point, killed)
 
 
 def _nested(overrides: list[str]) -> dict:

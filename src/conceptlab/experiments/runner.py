@@ -23,7 +23,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import torch
@@ -153,8 +153,10 @@ def _truncate_log(path: Path, after_step: int, console: Console) -> None:
     write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
 
 
-def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, progress: bool) -> float:
-    """Train (or resume training) and return the seconds spent."""
+def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, progress: bool,
+                checkpointed: Callable[[float], None] | None = None) -> float:
+    """Train (or resume training) and return the seconds spent; `checkpointed(seconds so far)` after every
+    checkpoint (how the run driver keeps an interrupted invocation's training time)."""
     state_step = training_state_step(run.train_state)
     _truncate_log(run.train_log, state_step, console)
     if state_step >= cfg.train.steps:
@@ -185,6 +187,8 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
                 if board:
                     board.train(rec.step, rec.loss, rec.metrics, rec.extra.get("lr"), rec.seconds)
             bar.update(task, completed=rec.step, info=f"loss {rec.loss:.4f}")
+            if rec.checkpoint is not None and checkpointed is not None:
+                checkpointed(time.perf_counter() - began)
     return time.perf_counter() - began
 
 
@@ -380,7 +384,14 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     write_json(run.data, data_summary)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
-    train_seconds = train_stage(cfg, run, dgp, model, console, progress)
+    key = f"{this['started']} pid {os.getpid()}"  # this invocation's entry in timings.jsonl
+
+    def so_far(train_seconds: float) -> None:  # kept at every checkpoint and after training: a crash loses less
+        record_timing(run, {"train": round(train_seconds, 2), "total": round(time.perf_counter() - began, 2)},
+                      invocation=key, finished=False)
+
+    train_seconds = train_stage(cfg, run, dgp, model, console, progress, so_far)
+    so_far(train_seconds)
     if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
         write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
@@ -403,7 +414,7 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
             "total": round(time.perf_counter() - began, 2),
         },
     }
-    summary.update(record_timing(run, summary["seconds"]))
+    summary.update(record_timing(run, summary["seconds"], invocation=key))
     apply_retention(cfg, run)
     summary["disk_bytes"] = run.disk_bytes()
     write_json(run.summary, summary)
@@ -445,13 +456,23 @@ def apply_retention(cfg: RunConfig, run: RunFolder) -> None:
         run.train_state.unlink(missing_ok=True)
 
 
-def record_timing(run: RunFolder, seconds: dict[str, float]) -> dict[str, Any]:
-    """Append this invocation's seconds to the run's `timings.jsonl` (a resumed run keeps the seconds of the earlier
-    invocations that finished); returns `invocations` and `seconds_all_invocations` (per part, summed)."""
+def record_timing(run: RunFolder, seconds: dict[str, float], invocation: str | None = None,
+                  finished: bool = True) -> dict[str, Any]:
+    """Record this invocation's seconds in the run's `timings.jsonl`, one entry per invocation (a resumed run keeps
+    the seconds of the earlier ones); returns `invocations` and `seconds_all_invocations` (per part, summed).
+    With `invocation` (a key naming this invocation) its earlier entry is replaced: the run driver records the
+    training seconds at every checkpoint (`finished=False`, the entry marked `interrupted` until the invocation's
+    last record), so an invocation that crashed or was killed still counts the training it did."""
     if run.timings.is_symlink():  # it would read (and replace) whatever the link points at
         raise SymlinkRefused(f"refusing to rewrite {run.timings}: it is a symbolic link")
     ledger, _ = read_jsonl(run.timings) if run.timings.is_file() else ([], None)  # a torn last line is dropped
-    ledger.append({"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds})
+    entry: dict[str, Any] = {"finished": time.strftime("%Y-%m-%dT%H:%M:%S"), "seconds": seconds}
+    if invocation is not None:
+        entry["invocation"] = invocation
+        ledger = [e for e in ledger if e.get("invocation") != invocation]
+    if not finished:
+        entry["interrupted"] = True  # until this invocation records its end
+    ledger.append(entry)
     write_text(run.timings, "".join(json.dumps(entry) + "\n" for entry in ledger))
     total: dict[str, float] = {}
     for entry in ledger:
