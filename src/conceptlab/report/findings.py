@@ -210,9 +210,14 @@ def finding_figure(f: dict) -> Figure:
         finite = [v for s in c["seeds"] for v in (s["value"], s["control"])
                   if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
         lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
-        pad = (hi - lo) * 0.15 or 0.5
+        pad = (hi - lo) * 0.15 or 0.15 * max(abs(hi), abs(lo)) or 0.5
         edge = {1: hi + pad, -1: lo - pad}
+        edges_used: set[int] = set()
         for i, s in enumerate(c["seeds"]):
+            if s.get("note") == "no run":  # a seed without a finished run: said, not drawn as a value
+                ax.text(i, 0.03, "no run", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                        fontsize=5.5, color="0.45", rotation=90)
+                continue
             for key, colour, marker in (("value", "black", "o"), ("control", color(1), "s")):
                 if key == "control" and not c.get("control"):
                     continue  # a threshold: drawn once, as a dashed line
@@ -222,16 +227,25 @@ def finding_figure(f: dict) -> Figure:
                 if v is None or isinstance(v, bool):
                     continue
                 censored = math.isinf(v)
+                if censored:
+                    edges_used.add(1 if v > 0 else -1)
                 y = edge[1 if v > 0 else -1] if censored else v
                 filled = s["passed"] and not censored
                 ax.scatter([i + (0.08 if key == "control" else -0.08)], [y], marker=marker, s=22, zorder=3,
                            facecolors=colour if filled else "none", edgecolors=colour, linewidths=1.0)
+        for side in edges_used:  # where "never" is drawn: a labelled edge, not a number on the axis
+            ax.axhline(edge[side], color="0.7", lw=0.6, ls=":")
+            ax.text(1.0, edge[side], " never" if side > 0 else " −∞", transform=ax.get_yaxis_transform(),
+                    ha="left", va="center", fontsize=5.5, color="0.4")
         if c.get("threshold") is not None:
             ax.axhline(c["threshold"], color=REFERENCE, lw=0.8, ls="--")
+        ax.ticklabel_format(axis="y", useOffset=False)
+        if not finite and c["direction"] != "holds":  # only censored values: the axis has no scale to show
+            ax.set_yticks([])
         ax.set_xticks(xs, [str(s) for s in seeds])
         ax.set_xlim(-0.6, len(seeds) - 0.4)
         ax.set_xlabel("report seed")
-        ax.set_title(f"{c['name']} ({c['passed']}/{c['of']})", fontsize=7)
+        ax.set_title(f"{c['name']}\npassed {_passed(c)}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(crit):]:
         ax.axis("off")
