@@ -239,9 +239,13 @@ def finding_figure(f: dict) -> Figure:
                     ha="left", va="center", fontsize=5.5, color="0.4")
         if c.get("threshold") is not None:
             ax.axhline(c["threshold"], color=REFERENCE, lw=0.8, ls="--")
-        ax.ticklabel_format(axis="y", useOffset=False)
-        if not finite and c["direction"] != "holds":  # only censored values: the axis has no scale to show
-            ax.set_yticks([])
+        if c["direction"] == "holds":  # a truth value per seed
+            ax.set_ylim(-0.4, 1.4)
+            ax.set_yticks([0, 1], ["false", "true"])
+        else:
+            ax.ticklabel_format(axis="y", useOffset=False)
+            if not finite:  # only censored values: the axis has no scale to show
+                ax.set_yticks([])
         ax.set_xticks(xs, [str(s) for s in seeds])
         ax.set_xlim(-0.6, len(seeds) - 0.4)
         ax.set_xlabel("report seed")
