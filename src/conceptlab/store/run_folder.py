@@ -15,7 +15,8 @@
       provenance.json          the folder's format, and per invocation: code version (package, git commit),
                                analysis versions, torch, CPU/GPU, precision, host
       training.json            written when training is done: the final step (and what retention pruned)
-      timings.jsonl            seconds of every invocation (a resumed run has several)
+      timings.jsonl            seconds of every invocation (a resumed run has several; a killed one keeps its training
+                               seconds up to its last checkpoint)
       figures/*.png, *.pdf     each figure as PNG and as vector (PDF)
       tensorboard/             TensorBoard event files (`train.tensorboard`, on by default)
       report.html              the self-contained report of the run (`report.html.write_run_report`)
