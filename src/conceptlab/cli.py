@@ -613,6 +613,9 @@ def findings(
                                             "figures/findings/ (e.g. docs/findings.md)"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="run only these report seeds (comma-separated; the "
+                                        "others are left for a later invocation or another machine): every "
+                                        "finding is still evaluated on all its report seeds"),
     evaluate_only: bool = typer.Option(False, "--evaluate-only", help="run nothing: evaluate the runs already "
                                        "finished (report seeds without one: 'no run', verdicts 'incomplete' "
                                        "where they could still change)"),
@@ -658,6 +661,22 @@ def findings(
         p = plan(spec, list(names or []), scale, out, runs_folder)
     except (ConfigError, ValueError) as err:
         _fail(str(err))
+    chosen_seeds: set[int] | None = None
+    if seeds is not None:
+        from conceptlab.experiments.findings import check_seeds
+
+        try:
+            chosen_seeds = {int(x) for x in seeds.split(",") if x.strip()}
+        except ValueError:
+            chosen_seeds = set()
+        if not chosen_seeds:
+            _fail(f"--seeds must be report seeds separated by commas, got {shown(seeds)}")
+        try:
+            check_seeds(p, chosen_seeds)
+        except ConfigError as err:
+            _fail(str(err))
+        if evaluate_only:
+            _fail("--seeds chooses what to run; --evaluate-only runs nothing")
     table = Table("run set", "runs", "seeds", "folder", box=None)
     for s in p.sets.values():
         table.add_row(s.name, "analytic" if s.sweep is None else str(len(s.sweep.runs)),
@@ -696,12 +715,13 @@ def findings(
         except ExecutorError as err:
             _fail(str(err))
         try:
-            result = run_plan(p, runner_, progress=progress, console=console)
+            result = run_plan(p, runner_, progress=progress, console=console, seeds=chosen_seeds)
         except ExecutorError as err:
             _fail(str(err))
     evaluated = evaluate_suite(p)
     evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"],
-                         **({"not_finished": result["not_finished"]} if evaluate_only else {})}
+                         **({"not_finished": result["not_finished"]} if evaluate_only else {}),
+                         **({"deferred": result["deferred"]} if result.get("deferred") else {})}
     wall = _time.perf_counter() - began
     try:
         write_findings(evaluated, out, wall, markdown)
@@ -718,8 +738,9 @@ def findings(
         console.print(f"{result['runs']} runs: {result['skipped']} finished and read, {result['not_finished']} not "
                       f"finished (nothing run: --evaluate-only)", markup=False)
     else:
+        later = f", {result['deferred']} left for later (--seeds)" if result.get("deferred") else ""
         console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now, "
-                      f"{len(result['failed'])} failed; wall time {wall / 60:.1f} min", markup=False)
+                      f"{len(result['failed'])} failed{later}; wall time {wall / 60:.1f} min", markup=False)
     console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
     if result["failed"]:
         for run_id, error in result["failed"].items():

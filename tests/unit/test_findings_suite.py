@@ -283,3 +283,28 @@ def test_a_step_rule_reads_the_last_checkpoint_before_another_quantity_reaches_i
                                                                      / "emergence.parquet")
     beats = evaluate_suite(p)["findings"][0]["criteria"][0]
     assert [s["value"] for s in beats["seeds"]] == [0.2, 0.2, 0.2]  # cfg's score at step 200
+
+
+def test_seeds_runs_only_those_report_seeds_defers_the_rest_and_refuses_unknown_ones(tmp_path):
+    from types import SimpleNamespace
+
+    from conceptlab.experiments.findings import run_plan
+
+    class Recorder:  # an executor that runs nothing and says every task is done
+        def __init__(self):
+            self.tasks = []
+
+        def run(self, tasks, progress=True, console=None):
+            self.tasks += tasks
+            return [SimpleNamespace(run_id=t.run_id, state="done", error=None) for t in tasks]
+
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})  # finished earlier: neither run nor deferred
+    executor = Recorder()
+    result = run_plan(p, executor, progress=False, seeds={101})
+    assert sorted((t.config.train.train_seed, t.run_dir.parent.name) for t in executor.tasks) == [(101, "a"), (101, "b")]
+    assert (result["runs"], result["skipped"], result["done"], result["deferred"]) == (6, 1, 2, 3)
+    everything = Recorder()
+    assert run_plan(p, everything, progress=False)["deferred"] == 0 and len(everything.tasks) == 5
+    with pytest.raises(ConfigError, match=r"--seeds 999: not a report seed .* \(their seeds: 100, 101, 102\)"):
+        run_plan(p, Recorder(), progress=False, seeds={101, 999})

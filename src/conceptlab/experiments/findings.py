@@ -51,7 +51,7 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Collection, Literal
 
 import pandas as pd
 import yaml
@@ -552,39 +552,57 @@ def finished_counts(p: Plan) -> dict[str, Any]:
     return {"runs": total, "skipped": finished, "done": 0, "not_finished": total - finished, "failed": {}}
 
 
-def run_plan(p: Plan, executor, progress: bool = True, console=None) -> dict[str, Any]:
+def run_plan(p: Plan, executor, progress: bool = True, console=None,
+             seeds: Collection[int] | None = None) -> dict[str, Any]:
     """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
-    workers stay busy across run sets); returns counts and failures."""
+    workers stay busy across run sets); returns counts and failures. With `seeds`, only the runs of those report
+    seeds (a suite split over sessions or machines); the other pending runs are counted as `deferred`."""
+    if seeds is not None:
+        check_seeds(p, seeds)
     tasks = []
-    total = 0
+    total = deferred = 0
     for s in p.sets.values():
         if s.sweep is None:
-            _run_analytic(s)
+            _run_analytic(s, seeds)
             continue
         write_manifest(s.sweep)
         total += len(s.sweep.runs)
-        tasks += [RunTask(r.run_id, r.directory(s.sweep.root), r.config) for r in pending_runs(s.sweep)]
+        pending = pending_runs(s.sweep)
+        chosen = [r for r in pending if seeds is None or int(r.config.train.train_seed) in seeds]
+        deferred += len(pending) - len(chosen)
+        tasks += [RunTask(r.run_id, r.directory(s.sweep.root), r.config) for r in chosen]
     outcomes = executor.run(tasks, progress=progress, console=console) if tasks else []
     from conceptlab.report.html import write_sweep_report
 
     for s in p.sets.values():
         if s.sweep is not None:
             write_sweep_report(s.sweep.root)
-    return {"runs": total, "skipped": total - len(tasks), "done": sum(o.state == "done" for o in outcomes),
+    return {"runs": total, "skipped": total - len(tasks) - deferred, "done": sum(o.state == "done" for o in outcomes),
             "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
-            "queued": sum(o.state == "queued" for o in outcomes)}
+            "queued": sum(o.state == "queued" for o in outcomes), "deferred": deferred}
+
+
+def check_seeds(p: Plan, seeds: Collection[int]) -> None:
+    """Refuse seeds that are report seeds of none of the plan's run sets (a typo would run nothing, silently)."""
+    known = {seed for s in p.sets.values() for seed in s.seeds}
+    unknown = sorted(set(seeds) - known)
+    if unknown:
+        raise ConfigError(f"--seeds {', '.join(map(str, unknown))}: not a report seed of the chosen findings' run sets "
+                          f"(their seeds: {', '.join(map(str, sorted(known))) or 'none'})")
 
 
 def _analytic_path(s: PlannedSet, seed: int) -> Path:
     return s.root / f"seed_{seed}.json"
 
 
-def _run_analytic(s: PlannedSet) -> None:
+def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:
     """Compute an analytic set once per seed (kept as seed_<s>.json with the args and the code version; recomputed
-    when either differs)."""
+    when either differs); with `seeds`, only those."""
     fn = resolve(s.spec.analytic, "analytic function")
     commit, dirty = git_state()
     for seed in s.seeds:
+        if seeds is not None and seed not in seeds:
+            continue
         path = _analytic_path(s, seed)
         key = {"function": s.spec.analytic, "args": s.spec.args, "seed": seed, "conceptlab": package_version()}
         if path.is_file():

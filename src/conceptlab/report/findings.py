@@ -125,7 +125,9 @@ def _provenance_line(result: dict) -> str:
                 f"{runs['not_finished']} not finished (their seeds count as 'no run')")
     elif runs:
         wall += (f" ({runs['done']} of {runs['total']} runs made now, {runs['reused']} reused from earlier invocations "
-                 "with the same config and code versions; each finding's run time is its runs' own)")
+                 "with the same config and code versions"
+                 + (f", {runs['deferred']} left for later with `--seeds`" if runs.get("deferred") else "")
+                 + "; each finding's run time is its runs' own)")
     smoke = (" The quick scale runs CI-size presets on one report seed: a smoke run of the machinery, not evidence."
              if result["scale"] == "quick" else "")
     return (f"Scale `{result['scale']}`; conceptlab {code.get('conceptlab')} at {commit}; evaluated "

@@ -68,6 +68,9 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     (["--quick", "--scale", "paper"], "contradict"),
     (["no-such-finding", "--dry-run"], "unknown finding 'no-such-finding'"),
     (["--suite", "/no/such/suite.yaml"], "findings suite"),
+    (["hidden-emergence", "--seeds", "a,b"], "--seeds must be report seeds separated by commas"),
+    (["hidden-emergence", "--seeds", "100,999"], "--seeds 999: not a report seed"),
+    (["hidden-emergence", "--seeds", "100", "--evaluate-only"], "--evaluate-only runs nothing"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     result = runner.invoke(app, ["findings", "--root", str(tmp_path / "out"), *args])
@@ -124,3 +127,21 @@ def test_evaluate_only_reads_the_finished_runs_runs_nothing_and_says_what_is_mis
     refused = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
                                   "--evaluate-only", "--no-reuse"])
     assert refused.exit_code == 2 and "--evaluate-only reads finished runs" in refused.output
+
+
+@pytest.mark.slow
+def test_seeds_runs_part_of_the_suite_and_the_rest_is_incomplete_not_censored(micro_findings, tmp_path):
+    """`--seeds 100` on a fresh root runs the two runs of seed 100 and leaves seed 101's for later. The censoring
+    finding (a 20-step run never learns color: censored +∞ beyond step 1,000) passes on seed 100; seed 101 has no
+    run, which the evaluator must not read as "never learned" (that would reproduce it): it is incomplete."""
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                 "--workers", "1", "--threads", "1", "--no-progress", "--seeds", "100"])
+    assert result.exit_code == 0, result.output
+    assert "4 runs: 0 reused, 2 done now, 0 failed, 2 left for later (--seeds)" in result.output, result.output
+    saved = json.loads((out / "findings.json").read_text())
+    never = next(f for f in saved["findings"] if f["name"] == "twenty-steps-learn-nothing")
+    (criterion,) = never["criteria"]
+    assert [(s["seed"], s["passed"], s["note"]) for s in criterion["seeds"]] == [(100, True, ""), (101, False, "no run")]
+    assert never["verdict"] == "incomplete"
+    assert "2 left for later with `--seeds`" in (out / "findings.md").read_text()
