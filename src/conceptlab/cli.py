@@ -677,6 +677,8 @@ def findings(
             _fail(str(err))
         if evaluate_only:
             _fail("--seeds chooses what to run; --evaluate-only runs nothing")
+    if evaluate_only and not reuse:
+        _fail("--evaluate-only reads finished runs: it cannot be combined with --no-reuse")
     table = Table("run set", "runs", "seeds", "folder", box=None)
     for s in p.sets.values():
         table.add_row(s.name, "analytic" if s.sweep is None else str(len(s.sweep.runs)),
@@ -687,8 +689,6 @@ def findings(
     if dry_run:
         return
     if evaluate_only:
-        if not reuse:
-            _fail("--evaluate-only reads finished runs: it cannot be combined with --no-reuse")
         from conceptlab.experiments.findings import finished_counts
 
         result = finished_counts(p)

@@ -119,17 +119,12 @@ def verdict_with_missing(passed: Sequence[bool], no_run: int = 0, min_seeds: int
     `incomplete` where they could."""
     if no_run < 0 or no_run > len(passed):
         raise ValueError(f"no_run must be in 0..{len(passed)}, got {no_run}")
-    if no_run == 0:
-        return verdict(passed, min_seeds)
-    need = len(passed) if min_seeds is None else min_seeds
-    if need < 1 or need > len(passed):
-        raise ValueError(f"min_seeds must be in 1..{len(passed)} (the seeds measured), got {need}")
+    plain = verdict(passed, min_seeds)  # also checks min_seeds
+    if no_run == 0 or plain == "reproduced":
+        return plain
     n = sum(bool(p) for p in passed)
-    if n >= need:
-        return "reproduced"
-    if n > 0 and n + no_run < need:
-        return "mixed"
-    return INCOMPLETE
+    need = len(passed) if min_seeds is None else min_seeds
+    return "mixed" if n > 0 and n + no_run < need else INCOMPLETE
 
 
 def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | float | None, direction: str,

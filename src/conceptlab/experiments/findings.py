@@ -544,12 +544,10 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
 def finished_counts(p: Plan) -> dict[str, Any]:
     """What `run_plan` returns, for an evaluation that runs nothing: every run set's runs counted as finished
     (read) or not finished; analytic sets are not computed (read where an earlier invocation left them)."""
-    total = finished = 0
-    for s in p.sets.values():
-        if s.sweep is not None:
-            total += len(s.sweep.runs)
-            finished += len(records(s)[0])
-    return {"runs": total, "skipped": finished, "done": 0, "not_finished": total - finished, "failed": {}}
+    sweeps = [s.sweep for s in p.sets.values() if s.sweep is not None]
+    total = sum(len(sw.runs) for sw in sweeps)
+    unfinished = sum(len(pending_runs(sw)) for sw in sweeps)
+    return {"runs": total, "skipped": total - unfinished, "done": 0, "not_finished": unfinished, "failed": {}}
 
 
 def run_plan(p: Plan, executor, progress: bool = True, console=None,
@@ -716,7 +714,7 @@ def _one_value(rec: RunRecord, sel: Selector):
 
 def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple[dict[int, Any], dict[int, list[str]]]:
     """(seed → value, seed → the run ids it was read from) for every report seed (None where not measured)."""
-    chosen = [r for r in recs if all(_matches(r.config.get(k), v) for k, v in sel.config.items())]
+    chosen = [r for r in recs if _selects(sel, r.config)]
     used = {s: [r.run_id for r in chosen if r.seed == s] for s in seeds}
     if sel.compute is not None:
         out = resolve(sel.compute, "compute function")(chosen, **sel.args)
@@ -749,10 +747,14 @@ def unfinished_seeds(s: PlannedSet, missing: list[str], sel: Selector, seeds: li
     for r in s.sweep.runs:
         if r.run_id not in gone or int(r.config.train.train_seed) not in seeds:
             continue
-        config = flatten(r.config.model_dump(mode="json"))
-        if all(_matches(config.get(k), v) for k, v in sel.config.items()):
+        if _selects(sel, flatten(r.config.model_dump(mode="json"))):
             out.add(int(r.config.train.train_seed))
     return out
+
+
+def _selects(sel: Selector, config: dict[str, Any]) -> bool:
+    """Whether a run's flattened config matches the selector's `config:` filter."""
+    return all(_matches(config.get(k), v) for k, v in sel.config.items())
 
 
 def _differing(configs: list[dict[str, Any]]) -> set[str]:
