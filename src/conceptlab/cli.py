@@ -721,7 +721,8 @@ def findings(
     evaluated = evaluate_suite(p)
     evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"],
                          **({"not_finished": result["not_finished"]} if evaluate_only else {}),
-                         **({"deferred": result["deferred"]} if result.get("deferred") else {})}
+                         **({"deferred": result["deferred"]} if result.get("deferred") else {}),
+                         **({"copied": result["copied"]} if result.get("copied") else {})}
     wall = _time.perf_counter() - began
     try:
         write_findings(evaluated, out, wall, markdown)
@@ -739,7 +740,9 @@ def findings(
                       f"finished (nothing run: --evaluate-only)", markup=False)
     else:
         later = f", {result['deferred']} left for later (--seeds)" if result.get("deferred") else ""
-        console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now, "
+        shared = (f", {result['copied']} copied from a finished twin in another run set (same run id)"
+                  if result.get("copied") else "")
+        console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now{shared}, "
                       f"{len(result['failed'])} failed{later}; wall time {wall / 60:.1f} min", markup=False)
     console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
     if result["failed"]:

@@ -308,3 +308,69 @@ def test_seeds_runs_only_those_report_seeds_defers_the_rest_and_refuses_unknown_
     assert run_plan(p, everything, progress=False)["deferred"] == 0 and len(everything.tasks) == 5
     with pytest.raises(ConfigError, match=r"--seeds 999: not a report seed .* \(their seeds: 100, 101, 102\)"):
         run_plan(p, Recorder(), progress=False, seeds={101, 999})
+
+
+def test_a_run_two_sets_share_runs_once_and_the_other_set_gets_a_copy(tmp_path):
+    from types import SimpleNamespace
+
+    from conceptlab.experiments.findings import run_plan
+
+    class Finisher:  # an executor that "runs" each task by writing its summary
+        def __init__(self):
+            self.tasks = []
+
+        def run(self, tasks, progress=True, console=None):
+            self.tasks += tasks
+            for t in tasks:
+                (t.run_dir / "summary.json").write_text(json.dumps({"ran_in": t.run_dir.parent.name}))
+                (t.run_dir / "checkpoints").mkdir(exist_ok=True)
+                (t.run_dir / "checkpoints" / "step_0000020.json").write_text("{}")
+            return [SimpleNamespace(run_id=t.run_id, state="done", error=None) for t in tasks]
+
+    # b is a's twin: the same config (steps 20) under another set name, so the same run ids
+    p = plan(load_suite(_write(tmp_path, _suite(runs__b__overrides=["train.steps=20"]))), None, "full", tmp_path / "o")
+    a, b = p.sets["a"].sweep, p.sets["b"].sweep
+    assert [r.run_id for r in a.runs] == [r.run_id for r in b.runs]
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})  # seed 100 finished earlier in a
+    partial = b.runs[1].directory(b.root)  # an unfinished earlier attempt of seed 101 in b: replaced by the copy
+    partial.mkdir(parents=True)
+    (partial / "train_log.jsonl").write_text('{"step": 10}\n')
+    executor = Finisher()
+    result = run_plan(p, executor, progress=False)
+    assert sorted((t.config.train.train_seed, t.run_dir.parent.name) for t in executor.tasks) == [(101, "a"), (102, "a")]
+    assert (result["runs"], result["skipped"], result["done"], result["copied"], result["queued"]) == (6, 1, 2, 3, 0)
+    for ra, rb in zip(a.runs, b.runs):
+        da, db = ra.directory(a.root), rb.directory(b.root)
+        assert (db / "summary.json").read_text() == (da / "summary.json").read_text()  # the finished twin's results
+        assert "name: b" in (db / "config.yaml").read_text() and "name: a" in (da / "config.yaml").read_text()
+        status = json.loads((db / "status.json").read_text())
+        assert status["state"] == "done" and status["copied_from"] == str(da)
+    assert not (partial / "train_log.jsonl").exists() and (partial / "checkpoints" / "step_0000020.json").is_file()
+    assert not [p.name for p in b.root.iterdir() if p.name.startswith(".")]  # no staging folder left behind
+    again = Finisher()
+    assert run_plan(p, again, progress=False)["skipped"] == 6 and again.tasks == []
+
+
+def test_a_twin_is_not_copied_over_a_folder_another_process_is_running(tmp_path):
+    import subprocess
+    import sys
+
+    from conceptlab.experiments.sweep import adopt_finished_twin
+
+    source, dest = tmp_path / "src", tmp_path / "dest"
+    source.mkdir()
+    (source / "summary.json").write_text("{}")
+    assert not adopt_finished_twin(dest, source)  # an unfinished source is never copied
+    dest.mkdir()
+    (dest / "train_log.jsonl").write_text("mine\n")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX); f.write('PID x'); "
+        "f.flush(); print('held', flush=True); time.sleep(60)"), str(dest / ".lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert not adopt_finished_twin(source, dest)
+        assert (dest / "train_log.jsonl").read_text() == "mine\n" and not (dest / "summary.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert adopt_finished_twin(source, dest) and (dest / "summary.json").is_file()

@@ -22,13 +22,14 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 import re
 import traceback
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Iterator, Literal, Protocol
 
 import submitit
 from pydantic import Field, ValidationError, field_validator
@@ -265,6 +266,31 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return context
 
 
+@contextlib.contextmanager
+def _workers_stop_with_us(pool: cf.ProcessPoolExecutor) -> Iterator[None]:
+    """If this process is told to stop while the pool runs (SIGTERM, Ctrl-C, any error), terminate the pool's
+    workers before the pool's own exit waits for them: a worker mid-run would otherwise train on, orphaned, for
+    hours, holding its run folder's lock (every run resumes from its last state on disk when run again). SIGTERM
+    becomes an exception only while the block runs, and only where signals can be handled (the main thread)."""
+    previous = None
+
+    def terminated(signum, frame):  # exit as a process killed by the signal would (status 143), no traceback
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    except BaseException:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.terminate()
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
 class LocalExecutor:
     """A process pool on this machine (default size: the CPU cores).
 
@@ -300,7 +326,7 @@ class LocalExecutor:
         context = _pool_context()
         workers = min(self.workers, len(todo))
         broken = False
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool, _workers_stop_with_us(pool):
             futures = {pool.submit(execute_run, str(t.run_dir), self.threads): t for t in todo}
             for future in cf.as_completed(futures):
                 task = futures[future]

@@ -64,7 +64,9 @@ from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, load_config, parse_yaml, preset_names, read_text_file
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
 from conceptlab.experiments.executors import RunTask
-from conceptlab.experiments.sweep import Sweep, expand, parse_spec, pending_runs, spec_text, sweep_names, write_manifest
+from conceptlab.experiments.sweep import (
+    Sweep, adopt_finished_twin, expand, is_complete, parse_spec, pending_runs, spec_text, sweep_names, write_manifest,
+)
 from conceptlab.messages import one_line, shown
 from conceptlab.plugins import PluginError, is_import_path, resolve
 from conceptlab.store.files import read_json, read_parquet, write_json
@@ -554,11 +556,23 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
              seeds: Collection[int] | None = None) -> dict[str, Any]:
     """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
     workers stay busy across run sets); returns counts and failures. With `seeds`, only the runs of those report
-    seeds (a suite split over sessions or machines); the other pending runs are counted as `deferred`."""
+    seeds (a suite split over sessions or machines); the other pending runs are counted as `deferred`.
+
+    A run two sets share (the same run id: the same config and analysis versions, e.g. one band width in both the
+    composition and the gap-width sets) runs once: a set whose twin is finished gets a copy of it
+    (`sweep.adopt_finished_twin`; counted as `copied`), and of twins both pending only the first is run and the
+    others are copied once it is done."""
     if seeds is not None:
         check_seeds(p, seeds)
-    tasks = []
-    total = deferred = 0
+    sweeps = [s.sweep for s in p.sets.values() if s.sweep is not None]
+    finished: dict[str, Path] = {}
+    for sw in sweeps:
+        for r in sw.runs:
+            if r.run_id not in finished and is_complete(r.directory(sw.root)):
+                finished[r.run_id] = r.directory(sw.root)
+    tasks, twins = [], []
+    first: dict[str, Path] = {}
+    total = deferred = copied = 0
     for s in p.sets.values():
         if s.sweep is None:
             _run_analytic(s, seeds)
@@ -568,16 +582,31 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
         pending = pending_runs(s.sweep)
         chosen = [r for r in pending if seeds is None or int(r.config.train.train_seed) in seeds]
         deferred += len(pending) - len(chosen)
-        tasks += [RunTask(r.run_id, r.directory(s.sweep.root), r.config) for r in chosen]
+        for r in chosen:
+            folder = r.directory(s.sweep.root)
+            if r.run_id in finished and adopt_finished_twin(finished[r.run_id], folder):
+                copied += 1
+            elif r.run_id in first:
+                twins.append((first[r.run_id], folder))
+            else:
+                first[r.run_id] = folder
+                tasks.append(RunTask(r.run_id, folder, r.config))
+    todo = len(tasks) + len(twins) + copied  # pending runs of the chosen seeds (the rest were finished already)
     outcomes = executor.run(tasks, progress=progress, console=console) if tasks else []
+    waiting = 0
+    for source, folder in twins:
+        if adopt_finished_twin(source, folder):
+            copied += 1
+        else:  # its twin failed or is still queued (a SLURM executor that does not wait): the next invocation
+            waiting += 1
     from conceptlab.report.html import write_sweep_report
 
     for s in p.sets.values():
         if s.sweep is not None:
             write_sweep_report(s.sweep.root)
-    return {"runs": total, "skipped": total - len(tasks) - deferred, "done": sum(o.state == "done" for o in outcomes),
+    return {"runs": total, "skipped": total - todo - deferred, "done": sum(o.state == "done" for o in outcomes),
             "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
-            "queued": sum(o.state == "queued" for o in outcomes), "deferred": deferred}
+            "queued": sum(o.state == "queued" for o in outcomes) + waiting, "deferred": deferred, "copied": copied}
 
 
 def check_seeds(p: Plan, seeds: Collection[int]) -> None:

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -57,7 +59,7 @@ from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import read_json, write_json, write_text
-from conceptlab.store.run_folder import RunFolder
+from conceptlab.store.run_folder import STATUS, RunFolder
 
 MANIFEST = "manifest.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # one folder inside the sweep folder
@@ -379,6 +381,39 @@ def read_manifest(root: Path) -> dict[str, Any]:
 def is_complete(run_dir: Path) -> bool:
     """A run is complete once its summary.json is written (the run driver writes it last)."""
     return RunFolder(run_dir).is_complete()
+
+
+_NOT_COPIED = frozenset({".lock", STATUS})  # the copy gets its own status (done, copied_from); nobody holds it
+
+
+def adopt_finished_twin(source: Path, dest: Path) -> bool:
+    """Fill `dest` with a copy of `source`, a complete run folder of the same run id (another sweep or run set ran
+    the same config under the same analysis versions, so its results are this run's): every file but its lock and
+    status; `dest`'s own config.yaml (its `name` and `runs_dir`) is kept. The copy is made in a hidden sibling and
+    renamed into place, so an interruption leaves `dest` as it was; an incomplete `dest` (an earlier, unfinished
+    attempt at the same config) is replaced. Returns False, touching nothing, when `source` is not complete or a
+    live process holds `dest`."""
+    source, dest = Path(source), Path(dest)
+    if not is_complete(source) or RunFolder(dest).holder() is not None:
+        return False
+    own_config = RunFolder(dest).config.read_text() if RunFolder(dest).config.is_file() else None
+    staging = dest.with_name(f".{dest.name}.copying-{os.getpid()}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    shutil.copytree(source, staging, ignore=lambda folder, names: [n for n in names if n in _NOT_COPIED
+                                                                     and Path(folder) == source])
+    if own_config is not None:
+        write_text(RunFolder(staging).config, own_config)
+    write_json(RunFolder(staging).status, {"state": "done", "error": None, "copied_from": str(source),
+                                           "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    if dest.exists():
+        replaced = dest.with_name(f".{dest.name}.replaced-{os.getpid()}")
+        os.replace(dest, replaced)
+        os.replace(staging, dest)
+        shutil.rmtree(replaced)
+    else:
+        os.replace(staging, dest)
+    return True
 
 
 def pending_runs(sweep: Sweep) -> list[SweepRun]:

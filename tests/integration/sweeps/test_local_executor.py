@@ -1,8 +1,12 @@
 """The local executor end to end: a micro sweep in a process pool, a worker killed mid-run, a rerun that completes it."""
 
 import json
+import os
+import signal
+import time
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from conceptlab.cli import app
@@ -70,3 +74,51 @@ def test_bump_world_sweep_runs_on_the_local_pool(tmp_path):
     report = CliRunner().invoke(app, ["sweep-report", str(root)], terminal_width=200)
     assert report.exit_code == 0, report.output
     assert "held_out" in report.output and (root / "figures" / "region_accuracy.png").is_file()
+
+
+def test_sigterm_to_the_sweep_stops_its_pool_workers_too(micro_spec, tmp_path):
+    """A sweep process told to stop (SIGTERM: `kill`, a job manager) takes its workers with it, rather than leaving
+    them training, orphaned, in folders the next invocation finds locked; it exits with status 143."""
+    import subprocess
+    import sys
+
+    spec = yaml.safe_load(micro_spec.read_text())
+    spec["overrides"] = {**spec["overrides"], "train.steps": 100000, "train.checkpoint_steps": [100000]}
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    root = tmp_path / "sweep"
+    script = ("import sys; from pathlib import Path; from conceptlab.experiments.executors import LocalExecutor; "
+              "from conceptlab.experiments.sweep import expand, run_sweep; "
+              "run_sweep(expand(sys.argv[1], root=Path(sys.argv[2])), LocalExecutor(workers=1, threads=1), "
+              "progress=False)")
+    log = tmp_path / "stderr.txt"  # a file, not a pipe: an orphaned worker would hold a pipe open
+    with open(log, "w") as err:
+        parent = subprocess.Popen([sys.executable, "-c", script, str(path), str(root)], stderr=err)
+    pid, deadline = None, time.time() + 120
+    while pid is None and time.time() < deadline and parent.poll() is None:
+        for status in root.glob("*/status.json"):
+            state = json.loads(status.read_text() or "{}")
+            if state.get("state") == "running" and (status.parent / "train_log.jsonl").is_file():
+                pid = int(state["pid"])
+        time.sleep(0.1)
+    assert pid is not None, log.read_text() if parent.poll() is not None else "no run started in 120 s"
+    parent.send_signal(signal.SIGTERM)
+    try:
+        code = parent.wait(timeout=60)
+        deadline = time.time() + 30
+        while time.time() < deadline and _alive(pid):
+            time.sleep(0.1)
+        assert not _alive(pid), f"worker {pid} still running after its sweep was terminated"
+        assert code == 143, log.read_text()
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie (exited, not yet reaped) is not running
+        return stat.read().split(")")[-1].split()[0] != "Z"
