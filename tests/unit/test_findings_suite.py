@@ -374,3 +374,10 @@ def test_a_twin_is_not_copied_over_a_folder_another_process_is_running(tmp_path)
         holder.kill()
         holder.wait()
     assert adopt_finished_twin(source, dest) and (dest / "summary.json").is_file()
+
+
+def test_a_difference_that_is_zero_up_to_float_rounding_prints_as_zero():
+    from conceptlab.report.findings import _num
+
+    assert _num(0.8 - 0.8000000000000002) == "0" and _num(-1.11e-16) == "0"
+    assert _num(0.2) == "0.2" and _num(1e-9) == "1e-09" and _num(float("inf")) == "never (∞)"

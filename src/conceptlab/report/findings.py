@@ -35,6 +35,8 @@ def _num(x: Any, digits: int = 3) -> str:
         return "—"
     if math.isinf(x):
         return "never (∞)" if x > 0 else "−∞"
+    if abs(x) < 1e-12:  # float rounding of a difference that is 0 (e.g. ρ 0.8 against a threshold of 0.8)
+        x = 0.0
     return f"{x:.{digits}g}"
 
 
