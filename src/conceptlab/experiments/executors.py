@@ -282,9 +282,12 @@ def _workers_stop_with_us(pool: cf.ProcessPoolExecutor) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                process.terminate()
+        if hasattr(pool, "terminate_workers"):  # Python ≥ 3.14
+            pool.terminate_workers()
+        else:  # earlier: the pool's own table of worker processes
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                with contextlib.suppress(Exception):
+                    process.terminate()
         raise
     finally:
         if previous is not None:

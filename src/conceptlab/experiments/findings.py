@@ -564,12 +564,11 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
     others are copied once it is done."""
     if seeds is not None:
         check_seeds(p, seeds)
-    sweeps = [s.sweep for s in p.sets.values() if s.sweep is not None]
+    complete = {r.directory(s.sweep.root): r.run_id for s in p.sets.values() if s.sweep is not None
+                for r in s.sweep.runs if is_complete(r.directory(s.sweep.root))}  # each folder looked at once
     finished: dict[str, Path] = {}
-    for sw in sweeps:
-        for r in sw.runs:
-            if r.run_id not in finished and is_complete(r.directory(sw.root)):
-                finished[r.run_id] = r.directory(sw.root)
+    for folder, run_id in complete.items():
+        finished.setdefault(run_id, folder)
     tasks, twins = [], []
     first: dict[str, Path] = {}
     total = deferred = copied = 0
@@ -579,7 +578,7 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
             continue
         write_manifest(s.sweep)
         total += len(s.sweep.runs)
-        pending = pending_runs(s.sweep)
+        pending = [r for r in s.sweep.runs if r.directory(s.sweep.root) not in complete]
         chosen = [r for r in pending if seeds is None or int(r.config.train.train_seed) in seeds]
         deferred += len(pending) - len(chosen)
         for r in chosen:
