@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install bench findings findings-quick clean
+.PHONY: demo test test-fast install bench findings findings-quick findings-page clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,10 +30,16 @@ test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load tests/unit
 
 # every finding beside its controls (experiments/findings.yaml): runs the suite's report seeds (resumable, runs reused
-# only when config and code versions match), writes findings/findings.md and findings/report.html; hours on 2 cores.
+# only when config and code versions match), writes findings/findings.md and findings/report.html and keeps a record of
+# every finished run in results/runs; hours on 2 cores.
 # `make findings-quick`: CI-size presets, one seed each (~15 min), into findings/quick
 findings: $(STAMP)
-	$(VENV)/bin/conceptlab findings
+	$(VENV)/bin/conceptlab findings --record results
+
+# docs/findings.md is generated, never edited by hand: every finding evaluated from the run records in results/runs
+# (kept by `--record results`, gathered over sessions and machines; no weights); runs nothing, seconds
+findings-page: $(STAMP)
+	$(VENV)/bin/conceptlab findings --evaluate-only --root results --markdown docs/findings.md --no-progress
 
 findings-quick: $(STAMP)
 	$(VENV)/bin/conceptlab findings --quick

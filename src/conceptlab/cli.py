@@ -619,6 +619,10 @@ def findings(
     evaluate_only: bool = typer.Option(False, "--evaluate-only", help="run nothing: evaluate the runs already "
                                        "finished (report seeds without one: 'no run', verdicts 'incomplete' "
                                        "where they could still change)"),
+    record: Optional[Path] = typer.Option(None, "--record", help="also keep a record of every finished run (its "
+                                          "summary, config and tables, no weights) under this folder, which "
+                                          "--evaluate-only --root can read later, e.g. results (gathers runs made "
+                                          "in several sessions or machines)"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Regenerate every finding with its controls: run the suite's run sets (resumable; a run is reused only when
@@ -677,6 +681,8 @@ def findings(
             _fail(str(err))
         if evaluate_only:
             _fail("--seeds chooses what to run; --evaluate-only runs nothing")
+    if record is not None and record.resolve() == out.resolve():
+        _fail(f"--record {record} is the findings root itself; name another folder (e.g. results)")
     if evaluate_only and not reuse:
         _fail("--evaluate-only reads finished runs: it cannot be combined with --no-reuse")
     table = Table("run set", "runs", "seeds", "folder", box=None)
@@ -745,6 +751,15 @@ def findings(
         console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now{shared}, "
                       f"{len(result['failed'])} failed{later}; wall time {wall / 60:.1f} min", markup=False)
     console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
+    if record is not None:
+        from conceptlab.experiments.findings import record_plan
+
+        try:
+            kept = record_plan(p, record)
+        except (ConfigError, OSError) as err:
+            _fail(f"cannot record the runs in {record}: {one_line(str(err))}", code=1)
+        console.print(f"records in {record}/runs: {kept['recorded']} runs recorded now, {kept['already']} recorded "
+                      f"earlier, {kept['not_finished']} not finished (not recorded)", markup=False)
     if result["failed"]:
         for run_id, error in result["failed"].items():
             console.print(f"failed {run_id}: {one_line(str(error))}", markup=False, soft_wrap=True)

@@ -36,7 +36,7 @@ def test_images_to_reach_reads_the_crossing_across_the_dataset_sizes_per_seed_an
 def test_percolation_scaling_gives_a_critical_size_per_n_and_an_exponent_near_2_where_lambda_c_converged():
     out = percolation_scaling(seed=0, sizes=(64, 128), trials=4)
     assert set(out["critical_size"]) == {"64", "128"}
-    assert 0.04 < out["critical_fraction"]["128"] < 0.08  # λ_c ≈ 0.06 (docs/findings.md)
+    assert 0.04 < out["critical_fraction"]["128"] < 0.08  # λ_c ≈ 0.06 (docs/findings-history.md)
     assert 1.8 <= out["exponent"] <= 2.2
     again = percolation_scaling(seed=0, sizes=(64, 128), trials=4)
     assert again == out  # seeded

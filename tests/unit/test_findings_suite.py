@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -42,7 +43,7 @@ def test_the_hidden_emergence_finding_reports_on_at_least_five_seeds_and_the_oth
     suite = load_suite()
     assert len(suite.runs["hidden-emergence"].seeds) >= 5
     for name, runs in suite.runs.items():
-        if name != "data-efficiency":  # 36 runs per seed: one report seed (docs/findings.md says so)
+        if name != "data-efficiency":  # 36 runs per seed: one report seed (docs/findings-history.md says so)
             assert len(runs.seeds) >= 3, name
 
 
@@ -381,3 +382,94 @@ def test_a_difference_that_is_zero_up_to_float_rounding_prints_as_zero():
 
     assert _num(0.8 - 0.8000000000000002) == "0" and _num(-1.11e-16) == "0"
     assert _num(0.2) == "0.2" and _num(1e-9) == "1e-09" and _num(float("inf")) == "never (∞)"
+
+
+# -- run records: runs gathered from several sessions, evaluated again -----------------------------------------------
+
+def _with_heavy_files(p, name: str) -> None:
+    """Give every finished run of set `name` what a real run folder also holds: weights, a table, a log, figures."""
+    for r in p.sets[name].sweep.runs:
+        folder = r.directory(p.sets[name].sweep.root)
+        if not (folder / "summary.json").is_file():
+            continue
+        (folder / "config.yaml").write_text(f"name: {name}\n")
+        (folder / "checkpoints").mkdir(exist_ok=True)
+        (folder / "checkpoints" / "step_0000020.safetensors").write_bytes(b"\0" * 4096)
+        (folder / "train_state.safetensors").write_bytes(b"\0" * 2048)
+        (folder / "run.log").write_text("training…\n")
+        (folder / ".lock").write_text("")
+        pd.DataFrame({"run": [r.run_id], "step": [20], "score": [0.5]}).to_parquet(folder / "emergence.parquet")
+
+
+def test_records_keep_what_evaluation_reads_and_evaluate_to_the_same_verdicts(tmp_path):
+    from conceptlab.experiments.findings import record_plan
+    from conceptlab.store.records import RECORD, is_record, verify_record
+
+    suite = load_suite(_write(tmp_path, _suite()))
+    p = plan(suite, None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.85, None, 300), 102: _acc(0.9, 200, None)},
+                   "b": {100: _acc(0.6, 1, 1), 101: _acc(0.8, 1, 1)}})  # b's seed 102 unfinished
+    for name in ("a", "b"):
+        _with_heavy_files(p, name)
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 5, "already": 0, "not_finished": 1}
+    run = p.sets["a"].sweep.runs[0]
+    kept = tmp_path / "rec" / "runs" / "a" / run.run_id
+    assert is_record(kept) and not is_record(run.directory(p.sets["a"].sweep.root))
+    assert {q.name for q in kept.iterdir()} == {RECORD, "config.yaml", "emergence.parquet", "summary.json"}
+    manifest = json.loads((kept / RECORD).read_text())
+    assert {f["name"] for f in manifest["left_out"]} == {"checkpoints/", "train_state.safetensors", "run.log"}
+    assert manifest["source"] == str(run.directory(p.sets["a"].sweep.root).resolve()) and verify_record(kept) == []
+    # the records folder is a findings root: evaluated there, the same verdicts and numbers as from the runs
+    again = plan(suite, None, "full", tmp_path / "rec")
+    original, from_records = evaluate_suite(p), evaluate_suite(again)
+    assert original["records"] == 0 and from_records["records"] == 5
+    for key in ("verdict", "criteria", "machines", "precision", "code", "run_seconds"):
+        assert from_records["findings"][0][key] == original["findings"][0][key], key
+    assert "5 of the runs read are run records" in findings_markdown({**from_records, "runs": None})
+    # recording again keeps the first record; the run that finished since is recorded now
+    (kept / "summary.json").write_text("{}")  # an edited record is caught
+    assert verify_record(kept) == ["summary.json: changed since it was recorded"]
+    _fake_runs(p, {"b": {102: _acc(0.7, 1, 1)}})
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 1, "already": 5, "not_finished": 0}
+    assert (kept / "summary.json").read_text() == "{}"
+    assert not [q for q in (tmp_path / "rec" / "runs" / "b").iterdir() if q.name.startswith(".")]  # no staging left
+    with pytest.raises(ConfigError, match="is the findings root itself"):
+        record_plan(p, tmp_path / "out")
+
+
+def test_a_record_replaces_an_unfinished_leftover_and_is_never_made_of_an_unfinished_run(tmp_path):
+    from conceptlab.store.records import record_run
+
+    source, dest = tmp_path / "run", tmp_path / "rec" / "run"
+    source.mkdir()
+    (source / "train_log.jsonl").write_text('{"step": 1}\n')
+    assert record_run(source, dest) is None and not dest.exists()  # no summary: not finished, nothing recorded
+    (source / "summary.json").write_text('{"done": true}')
+    (source / "huge.parquet").write_bytes(b"\0" * 100)
+    dest.mkdir(parents=True)
+    (dest / "stale.json").write_text("{}")  # an interrupted attempt from before records were made atomically
+    manifest = record_run(source, dest, max_file_bytes=50)
+    assert manifest is not None and not (dest / "stale.json").exists()
+    assert [f["name"] for f in manifest["files"]] == ["summary.json"]
+    assert {"name": "huge.parquet", "bytes": 100, "why": "larger than 50 bytes"} in manifest["left_out"]
+
+
+def test_an_analytic_set_reports_its_machine_time_and_precision_and_is_recorded(tmp_path):
+    from conceptlab.experiments.findings import record_plan, run_plan
+
+    data = {"runs": {"perc": {"analytic": "conceptlab.experiments.finding_measures:percolation_scaling",
+                              "args": {"sizes": [16, 32], "threshold": 0.05, "trials": 1}, "seeds": [100]}},
+            "findings": [{"name": "perc", "paper": "test", "claim": "an exponent", "setup": "fast", "control": "none",
+                          "reason": "analytic", "criteria": [{
+                              "name": "positive", "statement": "the exponent is positive",
+                              "value": {"runs": "perc", "path": "exponent"}, "threshold": 0, "direction": "greater"}]}]}
+    suite = load_suite(_write(tmp_path, data))
+    p = plan(suite, None, "full", tmp_path / "out")
+    run_plan(p, None, progress=False)  # an analytic set only: nothing for an executor
+    (f,) = evaluate_suite(p)["findings"]
+    assert f["verdict"] == "reproduced" and f["precision"] == ["analytic (no network)"]
+    assert f["machines"] != ["None"] and f["code"] != ["None"] and f["run_seconds"] > 0
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 1, "already": 0, "not_finished": 0}
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 0, "already": 1, "not_finished": 0}
+    (again,) = evaluate_suite(plan(suite, None, "full", tmp_path / "rec"))["findings"]
+    assert again["criteria"] == f["criteria"] and again["machines"] == f["machines"]

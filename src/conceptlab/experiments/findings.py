@@ -71,6 +71,7 @@ from conceptlab.messages import one_line, shown
 from conceptlab.plugins import PluginError, is_import_path, resolve
 from conceptlab.store.files import read_json, read_parquet, write_json
 from conceptlab.store.index import flatten
+from conceptlab.store.records import is_record, record_run
 from conceptlab.store.run_folder import RunFolder
 
 SUITE = "findings.yaml"
@@ -642,6 +643,43 @@ def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:
                                          "host": socket.gethostname()}})
 
 
+def record_plan(p: Plan, dest: Path | str) -> dict[str, int]:
+    """Keep a record (`store.records`) of every finished run of the plan's run sets under `<dest>/runs/<set>/<run
+    id>/`, and each analytic set's per-seed results beside them, so that `dest` can be evaluated later as a findings
+    root (`conceptlab findings --evaluate-only --root <dest>`) with runs gathered from several sessions or machines.
+    A run already recorded there (same run id: same config and analysis versions) keeps its first record. Returns
+    counts: recorded now, already recorded, not finished (not recorded)."""
+    import shutil
+
+    dest = Path(dest)
+    if dest.resolve() == p.root.resolve():
+        raise ConfigError(f"the records folder {dest} is the findings root itself; name another folder")
+    counts = {"recorded": 0, "already": 0, "not_finished": 0}
+    for s in p.sets.values():
+        target = dest / "runs" / s.name
+        if s.sweep is None:
+            for seed in s.seeds:
+                path = _analytic_path(s, seed)
+                if not path.is_file():
+                    counts["not_finished"] += 1
+                elif (target / path.name).is_file() and read_json(target / path.name) == read_json(path):
+                    counts["already"] += 1
+                else:  # analytic results are recomputed when the code changes: the newest is kept
+                    target.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, target / path.name)
+                    counts["recorded"] += 1
+            continue
+        for r in s.sweep.runs:
+            folder = r.directory(s.sweep.root)
+            if not is_complete(folder):
+                counts["not_finished"] += 1
+            elif record_run(folder, target / r.run_id) is None:
+                counts["already"] += 1
+            else:
+                counts["recorded"] += 1
+    return counts
+
+
 # -- reading the runs and evaluating ------------------------------------------------------------------------------------
 
 @dataclass
@@ -667,8 +705,10 @@ def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
                 missing.append(f"seed_{seed}")
                 continue
             data = read_json(path)
+            summary = {"seconds": {"total": data.get("seconds", 0.0)}, "provenance": data.get("provenance"),
+                       "precision": "analytic (no network)", **data["summary"]}  # the time and machine of the computation, as a run's summary has them
             out.append(RunRecord(f"seed_{seed}", seed, {"seed": seed, **{f"args.{k}": v for k, v in s.spec.args.items()}},
-                                 data["summary"], None))
+                                 summary, None))
         return out, missing
     out, missing = [], []
     for r in s.sweep.runs:
@@ -828,7 +868,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     machines = sorted({f"{(r.get('provenance') or {}).get('cpu')}"
                        + (f", GPU {(r.get('provenance') or {}).get('gpu')}" if (r.get('provenance') or {}).get('gpu')
                           else "") for r in summaries})
-    precision = sorted({"bf16 autocast" if r.get("bf16") else "fp32" for r in summaries})
+    precision = sorted({r.get("precision") or ("bf16 autocast" if r.get("bf16") else "fp32") for r in summaries})
     commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries})
     made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
     return {
@@ -855,6 +895,7 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
     return {"scale": p.scale, "root": str(p.root), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
             "code": {"conceptlab": package_version(), "git_commit": commit, "git_dirty": dirty},
             "machine": {"cpu": cpu_model(), "host": socket.gethostname()},
+            "records": sum(is_record(r.folder) for rs in recs.values() for r in rs if r.folder is not None),
             "findings": findings}
 
 

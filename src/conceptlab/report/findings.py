@@ -130,6 +130,9 @@ def _provenance_line(result: dict) -> str:
                  "with the same config and code versions"
                  + (f", {runs['deferred']} left for later with `--seeds`" if runs.get("deferred") else "")
                  + "; each finding's run time is its runs' own)")
+    if result.get("records"):
+        wall += (f"; {result['records']} of the runs read are run records (summary, config and tables without "
+                 "weights, gathered from the sessions and machines each finding lists)")
     smoke = (" The quick scale runs CI-size presets on one report seed: a smoke run of the machinery, not evidence."
              if result["scale"] == "quick" else "")
     return (f"Scale `{result['scale']}`; conceptlab {code.get('conceptlab')} at {commit}; evaluated "

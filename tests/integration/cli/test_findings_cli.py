@@ -145,3 +145,30 @@ def test_seeds_runs_part_of_the_suite_and_the_rest_is_incomplete_not_censored(mi
     assert [(s["seed"], s["passed"], s["note"]) for s in criterion["seeds"]] == [(100, True, ""), (101, False, "no run")]
     assert never["verdict"] == "incomplete"
     assert "2 left for later with `--seeds`" in (out / "findings.md").read_text()
+
+
+@pytest.mark.slow
+def test_record_keeps_the_runs_without_weights_and_the_records_evaluate_to_the_same_numbers(micro_findings, tmp_path):
+    """`--record DIR` after an evaluation keeps each finished run as a record (no checkpoints); `--evaluate-only
+    --root DIR` then gives the same verdicts and values seed by seed, and says it read records. Recording into the
+    findings root itself is refused."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(micro_findings["out"] / "runs", out / "runs")
+    rec = tmp_path / "records"
+    first = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                "--evaluate-only", "--no-progress", "--record", str(rec)])
+    assert first.exit_code == 0, first.output
+    assert "4 runs recorded now, 0 recorded earlier, 0 not finished" in " ".join(first.output.split()), first.output
+    assert not list(rec.rglob("*.safetensors")) and len(list(rec.rglob("record.json"))) == 4
+    again = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(rec),
+                                "--evaluate-only", "--no-progress"])
+    assert again.exit_code == 0, again.output
+    original = json.loads((out / "findings.json").read_text())
+    from_records = json.loads((rec / "findings.json").read_text())
+    assert _numbers(from_records) == _numbers(original) and from_records["records"] == 4
+    assert "4 of the runs read are run records" in (rec / "findings.md").read_text()
+    refused = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
+                                  "--evaluate-only", "--record", str(out)])
+    assert refused.exit_code == 2 and "is the findings root itself" in refused.output
