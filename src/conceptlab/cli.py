@@ -610,7 +610,7 @@ def findings(
                                "every run fresh, in a new folder)"),
     yes: bool = typer.Option(False, "--yes", help="run a paper-scale suite on a CPU after its predicted wall time"),
     markdown: Optional[Path] = typer.Option(None, help="also write the Markdown here, figures beside it in "
-                                            "figures/findings/ (e.g. docs/findings.md)"),
+                                            "figures/<its name>/ (e.g. docs/findings.md: docs/figures/findings/)"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="run only these report seeds (comma-separated; the "

@@ -473,3 +473,18 @@ def test_an_analytic_set_reports_its_machine_time_and_precision_and_is_recorded(
     assert record_plan(p, tmp_path / "rec") == {"recorded": 0, "already": 1, "not_finished": 0}
     (again,) = evaluate_suite(plan(suite, None, "full", tmp_path / "rec"))["findings"]
     assert again["criteria"] == f["criteria"] and again["machines"] == f["machines"]
+
+
+def test_a_finding_with_no_finished_run_says_so_in_one_line_and_gets_no_figure(tmp_path):
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")
+    result = evaluate_suite(p)
+    write_findings(result, tmp_path / "out", markdown=tmp_path / "docs" / "page.md")
+    md = (tmp_path / "docs" / "page.md").read_text()
+    assert "No finished run yet: every report seed of its run sets (a (seeds 100, 101, 102), b (seeds 100, 101, " in md
+    assert "Run it with `conceptlab findings toy`." in md and "<summary>per seed</summary>" not in md
+    assert not list(tmp_path.rglob("*.png"))
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})  # one run: the tables and the figure are back
+    write_findings(evaluate_suite(p), tmp_path / "out", markdown=tmp_path / "docs" / "page.md")
+    md = (tmp_path / "docs" / "page.md").read_text()
+    assert "No finished run yet" not in md and "![toy](figures/page/toy.png)" in md
+    assert (tmp_path / "docs" / "figures" / "page" / "toy.png").is_file()

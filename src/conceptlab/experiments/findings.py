@@ -902,9 +902,9 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
 def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None,
                    markdown: Path | None = None) -> list[Path]:
     """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`; with `markdown`, the
-    Markdown also at that path, its figures copied (PNG) to `figures/findings/` beside it (how docs/findings.md is
+    Markdown also at that path, its figures copied (PNG) to `figures/<its stem>/` beside it (how docs/findings.md is
     regenerated: `conceptlab findings --markdown docs/findings.md`)."""
-    from conceptlab.report.findings import findings_html, findings_markdown, finding_figure
+    from conceptlab.report.findings import findings_html, findings_markdown, finding_figure, has_runs
     from conceptlab.report.save import save_figure
     from conceptlab.store.files import write_text
 
@@ -913,7 +913,7 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
         result = {**result, "wall_seconds": round(wall_seconds, 1)}
     figures = root / "figures"
     for f in result["findings"]:
-        if f["criteria"]:
+        if has_runs(f):  # a finding with no finished run has no figure
             fig = finding_figure(f)
             save_figure(fig, figures / f"{f['name']}.png")
             f["figure"] = f"figures/{f['name']}.png"
@@ -923,12 +923,14 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
         import shutil
 
         markdown = Path(markdown)
-        target = markdown.parent / "figures" / "findings"
-        target.mkdir(parents=True, exist_ok=True)
+        target = markdown.parent / "figures" / markdown.stem  # each page its own figures (findings.md: figures/findings)
         moved = json.loads(json.dumps(result))
         for f in moved["findings"]:
             if f.get("figure"):
+                target.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(root / f["figure"], target / Path(f["figure"]).name)
-                f["figure"] = f"figures/findings/{Path(f['figure']).name}"
+                f["figure"] = f"figures/{markdown.stem}/{Path(f['figure']).name}"
+            else:  # no runs (any more): no figure left from an earlier generation of the page
+                (target / f"{f['name']}.png").unlink(missing_ok=True)
         paths.append(write_text(markdown, findings_markdown(moved)))
     return paths

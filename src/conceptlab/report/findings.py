@@ -78,12 +78,26 @@ def passing(f: dict) -> str:
     return ", ".join(_passed(c) for c in f["criteria"]) or "—"
 
 
+def has_runs(f: dict) -> bool:
+    """Whether any report seed of any criterion of the finding has a finished run (else: nothing to show yet)."""
+    return any(s.get("note") != "no run" for c in f["criteria"] for s in c["seeds"])
+
+
+def _no_runs_yet(f: dict) -> str:
+    sets = ", ".join(f"{n} (seeds {', '.join(map(str, s['seeds']))})" for n, s in f.get("run_sets", {}).items())
+    return (f"No finished run yet: every report seed of its run sets ({sets}) is 'no run'. "
+            f"Run it with `{f['command']}`.")
+
+
 def verdict_table(result: dict) -> pd.DataFrame:
     rows = []
     for f in result["findings"]:
+        ran = has_runs(f)
         rows.append({"finding": f["name"], "paper": f["paper"], "setup": SETUP.get(f.get("setup")),
-                     "binding control": f.get("control") or "—", "verdict": VERDICT_MARK[f["verdict"]],
-                     "seeds passing (per criterion)": passing(f), "run time": hms(f.get("run_seconds"))})
+                     "binding control": f.get("control") or "—",
+                     "verdict": VERDICT_MARK[f["verdict"]] + (" (no runs yet)" if f["criteria"] and not ran else ""),
+                     "seeds passing (per criterion)": passing(f),
+                     "run time": hms(f.get("run_seconds")) if ran else "—"})
     return pd.DataFrame(rows)
 
 
@@ -158,6 +172,9 @@ def findings_markdown(result: dict) -> str:
             continue
         control = f.get("control")
         out += ["", f"Binding control: {control}" + (f" — {f['reason']}" if control == "none" else "") + ".", ""]
+        if not has_runs(f):
+            out += [_no_runs_yet(f), ""]
+            continue
         out += [_md_table(criteria_table(f)), ""]
         for c in f["criteria"]:
             out.append(f"- `{c['name']}`: {c['statement']}")
@@ -185,7 +202,9 @@ def findings_html(result: dict, root: Path) -> str:
                 f"<p>Verdict: <b>{html.escape(VERDICT_MARK[f['verdict']])}</b>. Binding control: "
                 f"{html.escape(str(f.get('control') or '—'))}"
                 + (f" — {html.escape(f.get('reason') or '')}" if f.get("control") in ("none", None) else "") + "</p>"]
-        if f["criteria"]:
+        if f["criteria"] and not has_runs(f):
+            body.append(f"<p>{html.escape(_no_runs_yet(f))}</p>")
+        elif f["criteria"]:
             body.append(table_html(criteria_table(f), f"{f['name']}-criteria"))
             body.append("<ul>" + "".join(
                 f"<li><code>{html.escape(c['name'])}</code>: {html.escape(c['statement'])}"

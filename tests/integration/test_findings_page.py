@@ -1,0 +1,33 @@
+"""docs/findings.md is generated from the committed run records (results/runs) and never edited by hand: evaluating
+a copy of the records gives the committed page, line for line (the line saying when and where it was evaluated
+excepted), with the same figures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from conceptlab.experiments.findings import evaluate_suite, finished_counts, load_suite, plan, write_findings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _body(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("Scale `")]  # when, where, at which commit
+
+
+def test_docs_findings_md_is_what_the_run_records_generate(tmp_path):
+    root = tmp_path / "results"
+    shutil.copytree(REPO / "results" / "runs", root / "runs")
+    p = plan(load_suite(), None, "full", root)
+    counts = finished_counts(p)
+    result = evaluate_suite(p)
+    result["runs"] = {"total": counts["runs"], "reused": counts["skipped"], "done": 0,
+                      "not_finished": counts["not_finished"]}
+    page = tmp_path / "docs" / "findings.md"
+    write_findings(result, root, markdown=page)
+    committed = (REPO / "docs" / "findings.md").read_text()
+    assert _body(page.read_text()) == _body(committed), (
+        "docs/findings.md is out of date with results/runs: regenerate it with `make findings-page`")
+    figures = sorted(q.name for q in (page.parent / "figures" / "findings").glob("*.png"))
+    assert figures == sorted(q.name for q in (REPO / "docs" / "figures" / "findings").glob("*.png"))
