@@ -619,10 +619,10 @@ def findings(
     evaluate_only: bool = typer.Option(False, "--evaluate-only", help="run nothing: evaluate the runs already "
                                        "finished (report seeds without one: 'no run', verdicts 'incomplete' "
                                        "where they could still change)"),
-    record: Optional[Path] = typer.Option(None, "--record", help="also keep a record of every finished run (its "
-                                          "summary, config and tables, no weights) under this folder, which "
-                                          "--evaluate-only --root can read later, e.g. results (gathers runs made "
-                                          "in several sessions or machines)"),
+    record: Optional[Path] = typer.Option(None, "--record", help="keep a record of every finished run (its "
+                                          "summary, config and tables, no weights) under this folder, e.g. "
+                                          "results, and run only the runs not recorded there yet (gathers a suite "
+                                          "over sessions and machines; --evaluate-only --root reads it)"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
     """Regenerate every finding with its controls: run the suite's run sets (resumable; a run is reused only when
@@ -694,6 +694,13 @@ def findings(
         console.print(f"not run: {name} ({why})", markup=False)
     if dry_run:
         return
+    if record is not None and reuse:  # --no-reuse asks for every run fresh: records are kept, not read
+        from conceptlab.experiments.findings import restore_records
+
+        restored = restore_records(p, record)
+        if restored:
+            console.print(f"{restored} runs not finished here are recorded in {record}/runs: their records are "
+                          "read instead of running them again", markup=False)
     if evaluate_only:
         from conceptlab.experiments.findings import finished_counts
 

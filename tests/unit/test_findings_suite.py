@@ -488,3 +488,36 @@ def test_a_finding_with_no_finished_run_says_so_in_one_line_and_gets_no_figure(t
     md = (tmp_path / "docs" / "page.md").read_text()
     assert "No finished run yet" not in md and "![toy](figures/page/toy.png)" in md
     assert (tmp_path / "docs" / "figures" / "page" / "toy.png").is_file()
+
+
+def test_a_suite_gathered_over_sessions_runs_only_what_is_not_recorded(tmp_path):
+    """Session 1 finished two runs and recorded them, then its folder was lost; session 2, on a fresh root with the
+    same records, restores those two from their records and runs only the other four."""
+    from conceptlab.experiments.findings import record_plan, restore_records, run_plan
+    from conceptlab.store.records import is_record
+
+    suite = load_suite(_write(tmp_path, _suite()))
+    first = plan(suite, None, "full", tmp_path / "session1")
+    _fake_runs(first, {"a": {100: _acc(0.9, 200, 300)}, "b": {100: _acc(0.6, 1, 1)}})
+    assert record_plan(first, tmp_path / "results")["recorded"] == 2
+    second = plan(suite, None, "full", tmp_path / "session2")
+    held = second.sets["a"].sweep.runs[1]  # seed 101 of a: unrecorded, so nothing to restore there
+    assert restore_records(second, tmp_path / "results") == 2
+    restored = second.sets["a"].sweep.runs[0].directory(second.sets["a"].sweep.root)
+    assert is_record(restored) and json.loads((restored / "status.json").read_text())["state"] == "done"
+    assert not held.directory(second.sets["a"].sweep.root).exists()
+
+    class Recorder:
+        tasks: list = []
+
+        def run(self, tasks, progress=True, console=None):
+            self.tasks = list(tasks)
+            return []
+
+    executor = Recorder()
+    counts = run_plan(second, executor, progress=False)
+    assert counts["skipped"] == 2 and sorted((t.config.train.train_seed, t.run_dir.parent.name)
+                                             for t in executor.tasks) == [(101, "a"), (101, "b"), (102, "a"), (102, "b")]
+    (toy,) = evaluate_suite(second)["findings"]
+    assert toy["criteria"][0]["seeds"][0]["passed"] and evaluate_suite(second)["records"] == 2
+    assert restore_records(second, tmp_path / "results") == 0  # restored once: finished now

@@ -643,6 +643,23 @@ def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:
                                          "host": socket.gethostname()}})
 
 
+def restore_records(p: Plan, records: Path | str) -> int:
+    """Fill each unfinished run folder of the plan whose run is recorded under `<records>/runs/<set>/<run id>/` with
+    a copy of its record (`sweep.adopt_finished_twin`: status `copied_from` the record), so that a suite gathered
+    over sessions runs only what nobody has recorded yet and evaluates the rest from the records. A folder another
+    process holds is left alone. Returns how many runs were restored."""
+    restored = 0
+    for s in p.sets.values():
+        if s.sweep is None:  # analytic sets are recomputed when the code changes (seconds): never restored
+            continue
+        for r in s.sweep.runs:
+            kept = Path(records) / "runs" / s.name / r.run_id
+            folder = r.directory(s.sweep.root)
+            if is_record(kept) and not is_complete(folder) and adopt_finished_twin(kept, folder):
+                restored += 1
+    return restored
+
+
 def record_plan(p: Plan, dest: Path | str) -> dict[str, int]:
     """Keep a record (`store.records`) of every finished run of the plan's run sets under `<dest>/runs/<set>/<run
     id>/`, and each analytic set's per-seed results beside them, so that `dest` can be evaluated later as a findings
@@ -705,8 +722,9 @@ def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
                 missing.append(f"seed_{seed}")
                 continue
             data = read_json(path)
+            # the computation's time and machine, where a run's summary keeps them
             summary = {"seconds": {"total": data.get("seconds", 0.0)}, "provenance": data.get("provenance"),
-                       "precision": "analytic (no network)", **data["summary"]}  # the time and machine of the computation, as a run's summary has them
+                       "precision": "analytic (no network)", **data["summary"]}
             out.append(RunRecord(f"seed_{seed}", seed, {"seed": seed, **{f"args.{k}": v for k, v in s.spec.args.items()}},
                                  summary, None))
         return out, missing

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conceptlab.store.files import write_json
+from conceptlab.store.files import read_json, write_json
 from conceptlab.store.run_folder import RunFolder
 
 RECORD = "record.json"
@@ -85,8 +85,6 @@ def record_run(source: Path | str, dest: Path | str, max_file_bytes: int = MAX_F
 
 def verify_record(folder: Path | str) -> list[str]:
     """The problems with a record: kept files missing or changed since it was made (empty when it is intact)."""
-    from conceptlab.store.files import read_json
-
     folder = Path(folder)
     problems = []
     for f in read_json(folder / RECORD)["files"]:

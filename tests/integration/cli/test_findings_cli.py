@@ -169,6 +169,13 @@ def test_record_keeps_the_runs_without_weights_and_the_records_evaluate_to_the_s
     from_records = json.loads((rec / "findings.json").read_text())
     assert _numbers(from_records) == _numbers(original) and from_records["records"] == 4
     assert "4 of the runs read are run records" in (rec / "findings.md").read_text()
+    # a later session on a fresh root with the same records: nothing to run, every run read from its record
+    later = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(tmp_path / "later"),
+                                "--workers", "1", "--threads", "1", "--no-progress", "--record", str(rec)])
+    assert later.exit_code == 0, later.output
+    flat = " ".join(later.output.split())
+    assert "4 runs not finished here are recorded in" in flat and "4 runs: 4 reused, 0 done now" in flat, later.output
+    assert _numbers(json.loads((tmp_path / "later" / "findings.json").read_text())) == _numbers(original)
     refused = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
                                   "--evaluate-only", "--record", str(out)])
     assert refused.exit_code == 2 and "is the findings root itself" in refused.output
