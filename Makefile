@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install bench findings findings-quick findings-page clean
+.PHONY: demo test test-fast install bench findings findings-paper-setup findings-quick findings-page clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,12 +29,16 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load tests/unit
 
-# every finding beside its controls (experiments/findings.yaml): runs the suite's report seeds (resumable, runs reused
-# only when config and code versions match), writes findings/findings.md and findings/report.html and keeps a record of
-# every finished run in results/runs; hours on 2 cores.
+# every fast-variant finding beside its controls (experiments/findings.yaml): runs the suite's report seeds (resumable,
+# runs reused only when config and code versions match, runs recorded in results/runs not run again), writes
+# findings/findings.md and findings/report.html and records every finished run in results/runs; hours on 2 cores.
+# `make findings-paper-setup`: Park's findings under the paper's training setup (17 runs of ~2.5 h on one fp32 core).
 # `make findings-quick`: CI-size presets, one seed each (~15 min), into findings/quick
 findings: $(STAMP)
-	$(VENV)/bin/conceptlab findings --record results
+	$(VENV)/bin/conceptlab findings --setup fast --record results
+
+findings-paper-setup: $(STAMP)
+	$(VENV)/bin/conceptlab findings --setup paper --record results
 
 # docs/findings.md is generated, never edited by hand: every finding evaluated from the run records in results/runs
 # (kept by `--record results`, gathered over sessions and machines; no weights); runs nothing, seconds

@@ -603,6 +603,9 @@ def findings(
     root: Optional[Path] = typer.Option(None, help="output folder (default: findings, findings/quick or "
                                         "findings/paper)"),
     suite: Optional[Path] = typer.Option(None, help="a suite YAML of your own (default: the shipped one)"),
+    setup: Optional[str] = typer.Option(None, help="only the findings of this setup: fast (our fast variant, "
+                                        "minutes a run) or paper (the paper's training setup, hours a run on a "
+                                        "CPU); default: every finding"),
     executor: str = typer.Option("local", help="local | slurm"),
     workers: Optional[int] = typer.Option(None, help="local: worker processes (default: CPU cores)"),
     threads: Optional[int] = typer.Option(None, help="torch threads per run (default: cores // workers)"),
@@ -650,9 +653,22 @@ def findings(
         spec = load_suite(None if suite is None else str(suite))
     except (ConfigError, ValueError) as err:
         _fail(str(err))
+    if setup is not None:
+        if setup not in ("fast", "paper"):
+            _fail(f"--setup must be fast or paper, got {shown(setup)}")
+        other = [n for n in names or [] if any(f.name == n and f.setup != setup for f in spec.findings)]
+        if other:
+            _fail(f"--setup {setup}: {', '.join(other)} is not a {setup}-setup finding (drop it or --setup)")
+        known = {f.name for f in spec.findings}
+        names = [n for n in names or [] if n not in known] + [  # unknown names stay, for plan's clear error
+            f.name for f in spec.findings if f.setup == setup and (not names or f.name in names)]
+        if not names:
+            _fail(f"--setup {setup}: the suite has no {setup}-setup finding")
     if list_:
         table = Table("finding", "paper", "setup", "binding control", box=None)
         for f in spec.findings:
+            if names and f.name not in names:
+                continue
             table.add_row(f.name, f.paper, f.setup or f.status, f.control or "—")
         console.print(table)
         return

@@ -71,6 +71,9 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     (["hidden-emergence", "--seeds", "a,b"], "--seeds must be report seeds separated by commas"),
     (["hidden-emergence", "--seeds", "100,999"], "--seeds 999: not a report seed"),
     (["hidden-emergence", "--seeds", "100", "--evaluate-only"], "--evaluate-only runs nothing"),
+    (["--setup", "both"], "--setup must be fast or paper"),
+    (["hidden-emergence-paper-setup", "--setup", "fast", "--dry-run"], "is not a fast-setup finding"),
+    (["no-such-finding", "--setup", "fast", "--dry-run"], "unknown finding 'no-such-finding'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     result = runner.invoke(app, ["findings", "--root", str(tmp_path / "out"), *args])
@@ -86,6 +89,25 @@ def test_list_and_dry_run_name_every_finding_and_run_set_without_running(tmp_pat
     assert dry.exit_code == 0, dry.output
     assert "hidden-emergence" in dry.output and "not run: data-efficiency" in dry.output
     assert not list((tmp_path / "q").rglob("summary.json"))
+
+
+def test_setup_chooses_the_findings_of_one_setup(tmp_path):
+    """`make findings` runs the fast variant's findings (minutes a run) and `make findings-paper-setup` the paper
+    setup's (hours a run on a CPU): --setup keeps only that setup's findings and run sets."""
+    dry = {}
+    for setup in ("fast", "paper"):
+        result = runner.invoke(app, ["findings", "--setup", setup, "--dry-run", "--root", str(tmp_path / setup)])
+        assert result.exit_code == 0, result.output
+        dry[setup] = " ".join(result.output.split())
+    assert "hidden-emergence-pap" not in dry["fast"] and "underspecified-pap" not in dry["fast"]
+    assert "torus-controls" in dry["fast"] and "hierarchy-controls" in dry["fast"]
+    assert "hidden-emergence-pap" in dry["paper"] and "guidance-paper" in dry["paper"]
+    assert "torus-controls" not in dry["paper"] and "compose-interpolate" not in dry["paper"]
+    listed = runner.invoke(app, ["findings", "--list", "--setup", "paper"])
+    assert listed.exit_code == 0 and "hidden-emergence-p" in listed.output and "commitment-hier" not in listed.output
+    one = runner.invoke(app, ["findings", "guidance-after-transition", "--setup", "fast", "--dry-run",
+                              "--root", str(tmp_path / "one")])
+    assert one.exit_code == 0 and "guidance" in one.output and "torus-controls" not in one.output, one.output
 
 
 @pytest.mark.slow
