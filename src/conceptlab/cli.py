@@ -594,6 +594,24 @@ def _sweep_base(sweep: str) -> str:
     return parse_spec(sweep).base
 
 
+def _print_run_costs(p, record: Optional[Path]) -> None:
+    """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`):
+    a measured time per run and the machines that measured it, never a guess for a set no run has finished."""
+    from conceptlab.experiments.findings import run_costs
+
+    costs = run_costs(p, record)
+    for name, c in costs.items():
+        if c.pending:
+            console.print(f"{name}: {c.pending} to run; {c.describe()}", markup=False)
+    timed = [c for c in costs.values() if c.pending and c.median_seconds is not None]
+    if timed:
+        untimed = sum(c.pending for c in costs.values() if c.median_seconds is None)
+        hours = sum(c.pending * c.median_seconds for c in timed) / 3600
+        console.print(f"at the measured times, {sum(c.pending for c in timed)} of the runs to go take {hours:.1f} "
+                      "run-hours (divide by the workers for the wall time on a machine like those)"
+                      + (f"; {untimed} more have no finished run to time" if untimed else ""), markup=False)
+
+
 @app.command()
 def findings(
     names: Optional[list[str]] = typer.Argument(None, help="findings to run (default: every one; see --list)"),
@@ -708,6 +726,8 @@ def findings(
     console.print(table)
     for name, why in p.skipped.items():
         console.print(f"not run: {name} ({why})", markup=False)
+    if not evaluate_only:
+        _print_run_costs(p, record)
     if dry_run:
         return
     if record is not None and reuse:  # --no-reuse asks for every run fresh: records are kept, not read

@@ -521,3 +521,25 @@ def test_a_suite_gathered_over_sessions_runs_only_what_is_not_recorded(tmp_path)
     (toy,) = evaluate_suite(second)["findings"]
     assert toy["criteria"][0]["seeds"][0]["passed"] and evaluate_suite(second)["records"] == 2
     assert restore_records(second, tmp_path / "results") == 0  # restored once: finished now
+
+
+def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess_nothing(tmp_path):
+    """Before a suite starts, each set says how many runs are still to run and the median time of its finished
+    runs (here or recorded, with the machines that made them); a set with no finished run gets no time."""
+    from conceptlab.experiments.findings import record_plan, run_costs
+
+    suite = load_suite(_write(tmp_path, _suite()))
+    first = plan(suite, None, "full", tmp_path / "session1")
+    _fake_runs(first, {"a": {100: {**_acc(0.9, 200, 300), "seconds": {"total": 60.0}},
+                             101: {**_acc(0.9, 200, 300), "seconds": {"total": 100.0},
+                                   "seconds_all_invocations": {"total": 180.0}}}})
+    costs = run_costs(first)
+    assert costs["a"].pending == 1 and costs["a"].median_seconds == 120.0 and costs["a"].runs == 2
+    assert costs["a"].machines == ["test CPU, fp32, ? threads"] and "2.0 min a run (median of 2" in costs["a"].describe()
+    assert costs["b"].pending == 3 and costs["b"].median_seconds is None
+    assert costs["b"].describe() == "no finished run to time"
+    record_plan(first, tmp_path / "results")
+    later = plan(suite, None, "full", tmp_path / "session2")  # a fresh root: the recorded runs are not to run again
+    assert run_costs(later)["a"].pending == 3 and run_costs(later)["a"].median_seconds is None
+    from_records = run_costs(later, tmp_path / "results")["a"]
+    assert from_records.pending == 1 and from_records.median_seconds == 120.0

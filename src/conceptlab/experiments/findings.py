@@ -643,6 +643,63 @@ def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:
                                          "host": socket.gethostname()}})
 
 
+def run_seconds(summary: dict[str, Any]) -> float:
+    """A finished run's own time, every invocation of it summed (a resumed run counts each part once)."""
+    return float((summary.get("seconds_all_invocations") or summary.get("seconds") or {}).get("total", 0) or 0)
+
+
+def machine_of(summary: dict[str, Any]) -> str:
+    """The machine a run's summary says made it: its CPU, and its GPU where it had one."""
+    prov = summary.get("provenance") or {}
+    return f"{prov.get('cpu')}" + (f", GPU {prov['gpu']}" if prov.get("gpu") else "")
+
+
+def precision_of(summary: dict[str, Any]) -> str:
+    return summary.get("precision") or ("bf16 autocast" if summary.get("bf16") else "fp32")
+
+
+@dataclass
+class RunCost:
+    """What the finished runs of a set took (how many, the median run time, the machines that measured it) and how
+    many of the plan's runs of the set are still to run."""
+
+    runs: int
+    median_seconds: float | None  # None: no run of the set has finished anywhere looked at
+    machines: list[str]
+    pending: int
+
+    def describe(self) -> str:
+        if self.median_seconds is None:
+            return "no finished run to time"
+        return f"{self.median_seconds / 60:.1f} min a run (median of {self.runs}; {'; '.join(self.machines)})"
+
+
+def run_costs(p: Plan, records: Path | str | None = None) -> dict[str, RunCost]:
+    """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
+    `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs are still to run (not
+    finished in the folder and, with `records`, not recorded either), so a user sees what the rest will cost before
+    starting it. A set no run has finished gets no time: nothing is guessed."""
+    out: dict[str, RunCost] = {}
+    for s in p.sets.values():
+        if s.sweep is None:
+            continue
+        kept = Path(records) / "runs" / s.name if records is not None else None
+        found: dict[str, dict[str, Any]] = {}
+        for base in [s.sweep.root] + ([kept] if kept is not None else []):
+            for summary in sorted(Path(base).glob("*/summary.json")):
+                if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
+                    found[summary.parent.name] = data
+        pending = sum(not is_complete(r.directory(s.sweep.root)) and not (kept is not None and is_record(kept / r.run_id))
+                      for r in s.sweep.runs)
+        times = sorted(run_seconds(d) for d in found.values())
+        mid = len(times) // 2
+        median = None if not times else times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+        machines = sorted({f"{machine_of(d)}, {precision_of(d)}, {d.get('threads', '?')} thread"
+                           + ("s" if d.get("threads") != 1 else "") for d in found.values()})
+        out[s.name] = RunCost(len(found), median, machines, pending)
+    return out
+
+
 def restore_records(p: Plan, records: Path | str) -> int:
     """Fill each unfinished run folder of the plan whose run is recorded under `<records>/runs/<set>/<run id>/` with
     a copy of its record (`sweep.adopt_finished_twin`: status `copied_from` the record), so that a suite gathered
@@ -881,12 +938,9 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
                              "restated": c.restated, "runs": used, **result})
     runs_by_set = {n: recs[n] for n in sets_used}
     summaries = [r.summary for rs in runs_by_set.values() for r in rs]
-    seconds = sum(float((r.get("seconds_all_invocations") or r.get("seconds") or {}).get("total", 0) or 0)
-                  for r in summaries)
-    machines = sorted({f"{(r.get('provenance') or {}).get('cpu')}"
-                       + (f", GPU {(r.get('provenance') or {}).get('gpu')}" if (r.get('provenance') or {}).get('gpu')
-                          else "") for r in summaries})
-    precision = sorted({r.get("precision") or ("bf16 autocast" if r.get("bf16") else "fp32") for r in summaries})
+    seconds = sum(run_seconds(r) for r in summaries)
+    machines = sorted({machine_of(r) for r in summaries})
+    precision = sorted({precision_of(r) for r in summaries})
     commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries})
     made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
     return {

@@ -167,6 +167,11 @@ def test_seeds_runs_part_of_the_suite_and_the_rest_is_incomplete_not_censored(mi
     assert [(s["seed"], s["passed"], s["note"]) for s in criterion["seeds"]] == [(100, True, ""), (101, False, "no run")]
     assert never["verdict"] == "incomplete"
     assert "2 left for later with `--seeds`" in (out / "findings.md").read_text()
+    # before the rest runs, each set says what its finished run took (measured here, never guessed)
+    dry = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out), "--dry-run"])
+    flat = " ".join(dry.output.split())
+    assert dry.exit_code == 0 and "1 to run; " in flat and "min a run (median of 1; " in flat, dry.output
+    assert "at the measured times, 2 of the runs to go take" in flat, dry.output
 
 
 @pytest.mark.slow
