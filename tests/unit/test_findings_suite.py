@@ -543,3 +543,17 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
     assert run_costs(later)["a"].pending == 3 and run_costs(later)["a"].median_seconds is None
     from_records = run_costs(later, tmp_path / "results")["a"]
     assert from_records.pending == 1 and from_records.median_seconds == 120.0
+
+
+def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
+    from conceptlab.report.findings import finding_figure, value_label
+
+    assert value_label({"path": "emergence.targets.11.matched.over_prompting.step"}) == "step"
+    assert value_label({"table": "composition", "column": "joint_accuracy"}) == "joint accuracy"
+    assert value_label({"path": "x.acc", "across": "data.gap_width"}) == "Spearman ρ vs gap_width"
+    assert value_label({"compute": "pkg.mod:fit_r2"}) == "fit r2"
+    seeds = [{"seed": 100, "value": 500.0, "control": float("inf"), "passed": True, "note": ""}]
+    crit = {"name": "c", "direction": "less", "control": {"path": "a.b"}, "threshold": None, "seeds": seeds,
+            "passed": 1, "of": 1, "value": {"path": "emergence.step"}}
+    fig = finding_figure({"criteria": [crit]})
+    assert fig.axes[0].get_ylabel() == "step"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +223,20 @@ def findings_html(result: dict, root: Path) -> str:
     return page("Findings", f"scale {html.escape(result['scale'])}", sections)
 
 
+def value_label(value: dict) -> str:
+    """The y label of a criterion's panel: what its value reads (a summary field, a table column, Spearman's ρ
+    across a config key, or the computing function's name)."""
+    if value.get("across"):
+        return f"Spearman ρ vs {value['across'].split('.')[-1]}"
+    if value.get("column"):
+        return str(value["column"]).replace("_", " ")
+    if value.get("path"):
+        return str(value["path"]).split(".")[-1].replace("_", " ")
+    if value.get("compute"):
+        return str(value["compute"]).split(":")[-1].replace("_", " ")
+    return "value"
+
+
 @styled
 def finding_figure(f: dict) -> Figure:
     """One panel per criterion: the value (black) and its control or threshold (colour) on every seed; a censored
@@ -275,11 +290,14 @@ def finding_figure(f: dict) -> Figure:
         ax.set_xticks(xs, [str(s) for s in seeds])
         ax.set_xlim(-0.6, len(seeds) - 0.4)
         ax.set_xlabel("report seed")
+        if c["direction"] != "holds":
+            ax.set_ylabel(value_label(c.get("value") or {}), fontsize=6)
         ax.set_title(f"{c['name']}\npassed {_passed(c)}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(crit):]:
         ax.axis("off")
-    fig.text(0.01, 0.0, "black: value; colour: control (square) or threshold (dashed); filled: the seed passes; "
-             "open at an edge: censored (never happened)", ha="left", va="top", fontsize=6, color="0.25")
+    legend = ("black: value; colour: control (square) or threshold (dashed); filled: the seed passes, open: it "
+              "fails; on the 'never' line: censored (never happened)")
+    fig.text(0.01, 0.0, textwrap.fill(legend, int(width * 72 / 3.3)), ha="left", va="top", fontsize=6, color="0.25")
     fig.tight_layout()
     return fig
