@@ -674,14 +674,14 @@ def findings(
     if setup is not None:
         if setup not in ("fast", "paper"):
             _fail(f"--setup must be fast or paper, got {shown(setup)}")
-        other = [n for n in names or [] if any(f.name == n and f.setup != setup for f in spec.findings)]
+        by_name = {f.name: f for f in spec.findings}
+        other = [n for n in names or [] if n in by_name and by_name[n].setup != setup]
         if other:
             _fail(f"--setup {setup}: {', '.join(other)} is not a {setup}-setup finding (drop it or --setup)")
-        known = {f.name for f in spec.findings}
-        names = [n for n in names or [] if n not in known] + [  # unknown names stay, for plan's clear error
-            f.name for f in spec.findings if f.setup == setup and (not names or f.name in names)]
-        if not names:
-            _fail(f"--setup {setup}: the suite has no {setup}-setup finding")
+        if not names:  # named findings are all of this setup now (an unknown name meets plan's clear error)
+            names = [f.name for f in spec.findings if f.setup == setup]
+            if not names:
+                _fail(f"--setup {setup}: the suite has no {setup}-setup finding")
     if list_:
         table = Table("finding", "paper", "setup", "binding control", box=None)
         for f in spec.findings:
@@ -726,8 +726,8 @@ def findings(
     console.print(table)
     for name, why in p.skipped.items():
         console.print(f"not run: {name} ({why})", markup=False)
-    if not evaluate_only:
-        _print_run_costs(p, record)
+    if not evaluate_only:  # --no-reuse runs everything in a new folder: records do not shorten it
+        _print_run_costs(p, record if reuse else None)
     if dry_run:
         return
     if record is not None and reuse:  # --no-reuse asks for every run fresh: records are kept, not read

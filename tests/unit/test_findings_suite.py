@@ -557,3 +557,15 @@ def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
             "passed": 1, "of": 1, "value": {"path": "emergence.step"}}
     fig = finding_figure({"criteria": [crit]})
     assert fig.axes[0].get_ylabel() == "step"
+
+
+def test_run_costs_count_a_run_two_sets_share_once_as_run_plan_runs_it(tmp_path):
+    """b is a's twin (same run ids): seed 100 finished in a, so b's copy of it is not a run to go either; of the
+    other two seeds, both pending in both sets, only a's are run (b's are copied): 2 runs to go, not 5."""
+    from conceptlab.experiments.findings import run_costs
+
+    p = plan(load_suite(_write(tmp_path, _suite(runs__b__overrides=["train.steps=20"]))), None, "full", tmp_path / "o")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})
+    costs = run_costs(p)
+    assert (costs["a"].pending, costs["b"].pending) == (2, 0)
+    assert costs["a"].median_seconds == 10.0 and costs["b"].median_seconds is None

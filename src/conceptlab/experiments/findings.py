@@ -47,6 +47,7 @@ import json
 import math
 import re
 import socket
+import statistics
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -676,27 +677,28 @@ class RunCost:
 
 def run_costs(p: Plan, records: Path | str | None = None) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
-    `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs are still to run (not
-    finished in the folder and, with `records`, not recorded either), so a user sees what the rest will cost before
-    starting it. A set no run has finished gets no time: nothing is guessed."""
+    `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
+    `run_plan` would: not finished in its folder, not recorded (with `records`), and no twin (the same run id)
+    finished or already counted in another set, since a twin is copied, not run. So a user sees what the rest will
+    cost before starting it. A set no run has finished gets no time: nothing is guessed."""
+    sets = [s for s in p.sets.values() if s.sweep is not None]
+    kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
+    done = {r.run_id for s in sets for r in s.sweep.runs if is_complete(r.directory(s.sweep.root))
+            or (kept[s.name] is not None and is_record(kept[s.name] / r.run_id))}
+    counted: set[str] = set()
     out: dict[str, RunCost] = {}
-    for s in p.sets.values():
-        if s.sweep is None:
-            continue
-        kept = Path(records) / "runs" / s.name if records is not None else None
+    for s in sets:
         found: dict[str, dict[str, Any]] = {}
-        for base in [s.sweep.root] + ([kept] if kept is not None else []):
+        for base in [s.sweep.root] + ([kept[s.name]] if kept[s.name] is not None else []):
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
                     found[summary.parent.name] = data
-        pending = sum(not is_complete(r.directory(s.sweep.root)) and not (kept is not None and is_record(kept / r.run_id))
-                      for r in s.sweep.runs)
-        times = sorted(run_seconds(d) for d in found.values())
-        mid = len(times) // 2
-        median = None if not times else times[mid] if len(times) % 2 else (times[mid - 1] + times[mid]) / 2
+        to_run = {r.run_id for r in s.sweep.runs} - done - counted
+        counted |= to_run
+        times = [run_seconds(d) for d in found.values()]
         machines = sorted({f"{machine_of(d)}, {precision_of(d)}, {d.get('threads', '?')} thread"
                            + ("s" if d.get("threads") != 1 else "") for d in found.values()})
-        out[s.name] = RunCost(len(found), median, machines, pending)
+        out[s.name] = RunCost(len(found), statistics.median(times) if times else None, machines, len(to_run))
     return out
 
 
