@@ -569,3 +569,16 @@ def test_run_costs_count_a_run_two_sets_share_once_as_run_plan_runs_it(tmp_path)
     costs = run_costs(p)
     assert (costs["a"].pending, costs["b"].pending) == (2, 0)
     assert costs["a"].median_seconds == 10.0 and costs["b"].median_seconds is None
+
+
+def test_run_costs_with_chosen_seeds_count_only_their_runs_and_leave_the_rest_for_later(tmp_path):
+    """`--seeds 101` runs one seed per set now: the cost line counts those runs, and says how many are left for a
+    later invocation instead of pricing runs that will not start."""
+    from conceptlab.experiments.findings import run_costs
+
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "o")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})
+    costs = run_costs(p, seeds={101})
+    assert (costs["a"].pending, costs["a"].deferred) == (1, 1)
+    assert (costs["b"].pending, costs["b"].deferred) == (1, 2)
+    assert (run_costs(p)["a"].pending, run_costs(p)["a"].deferred) == (2, 0)

@@ -668,6 +668,7 @@ class RunCost:
     median_seconds: float | None  # None: no run of the set has finished anywhere looked at
     machines: list[str]
     pending: int
+    deferred: int = 0  # runs to go of report seeds not chosen now (`--seeds`): left for a later invocation
 
     def describe(self) -> str:
         if self.median_seconds is None:
@@ -675,12 +676,14 @@ class RunCost:
         return f"{self.median_seconds / 60:.1f} min a run (median of {self.runs}; {'; '.join(self.machines)})"
 
 
-def run_costs(p: Plan, records: Path | str | None = None) -> dict[str, RunCost]:
+def run_costs(p: Plan, records: Path | str | None = None,
+              seeds: Collection[int] | None = None) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
     `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
     `run_plan` would: not finished in its folder, not recorded (with `records`), and no twin (the same run id)
-    finished or already counted in another set, since a twin is copied, not run. So a user sees what the rest will
-    cost before starting it. A set no run has finished gets no time: nothing is guessed."""
+    finished or already counted in another set, since a twin is copied, not run. With `seeds` (as `run_plan`'s),
+    only the runs of those report seeds are to run now; the others are counted as `deferred`. So a user sees what
+    the rest will cost before starting it. A set no run has finished gets no time: nothing is guessed."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
     kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
     done = {r.run_id for s in sets for r in s.sweep.runs if is_complete(r.directory(s.sweep.root))
@@ -693,12 +696,15 @@ def run_costs(p: Plan, records: Path | str | None = None) -> dict[str, RunCost]:
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
                     found[summary.parent.name] = data
-        to_run = {r.run_id for r in s.sweep.runs} - done - counted
+        to_go = {r.run_id: int(r.config.train.train_seed) for r in s.sweep.runs
+                 if r.run_id not in done and r.run_id not in counted}
+        to_run = {i for i, seed in to_go.items() if seeds is None or seed in seeds}
         counted |= to_run
         times = [run_seconds(d) for d in found.values()]
         machines = sorted({f"{machine_of(d)}, {precision_of(d)}, {d.get('threads', '?')} thread"
                            + ("s" if d.get("threads") != 1 else "") for d in found.values()})
-        out[s.name] = RunCost(len(found), statistics.median(times) if times else None, machines, len(to_run))
+        out[s.name] = RunCost(len(found), statistics.median(times) if times else None, machines, len(to_run),
+                              len(to_go) - len(to_run))
     return out
 
 

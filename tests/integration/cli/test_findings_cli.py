@@ -161,6 +161,9 @@ def test_seeds_runs_part_of_the_suite_and_the_rest_is_incomplete_not_censored(mi
                                  "--workers", "1", "--threads", "1", "--no-progress", "--seeds", "100"])
     assert result.exit_code == 0, result.output
     assert "4 runs: 0 reused, 2 done now, 0 failed, 2 left for later (--seeds)" in result.output, result.output
+    # the cost line prices only the runs it starts, and says what it leaves for later
+    assert "1 to run (1 more of other report seeds left for later); no finished run to time" in " ".join(
+        result.output.split()), result.output
     saved = json.loads((out / "findings.json").read_text())
     never = next(f for f in saved["findings"] if f["name"] == "twenty-steps-learn-nothing")
     (criterion,) = never["criteria"]
