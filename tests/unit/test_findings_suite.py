@@ -582,3 +582,19 @@ def test_run_costs_with_chosen_seeds_count_only_their_runs_and_leave_the_rest_fo
     assert (costs["a"].pending, costs["a"].deferred) == (1, 1)
     assert (costs["b"].pending, costs["b"].deferred) == (1, 2)
     assert (run_costs(p)["a"].pending, run_costs(p)["a"].deferred) == (2, 0)
+
+
+def test_a_finding_figure_accounts_for_every_seed_and_labels_a_truth_value():
+    """A truth-valued criterion names what holds on its y axis; a seed whose run could not measure the value (no
+    turn, say) and one without a run are written on the panel, not silently left out."""
+    from conceptlab.report.findings import finding_figure
+
+    seeds = [{"seed": 100, "value": True, "control": None, "passed": True, "note": ""},
+             {"seed": 101, "value": None, "control": None, "passed": False, "note": "not measured"},
+             {"seed": 102, "value": None, "control": None, "passed": False, "note": "no run"}]
+    crit = {"name": "c", "direction": "holds", "control": None, "threshold": None, "seeds": seeds, "passed": 1,
+            "of": 3, "value": {"path": "emergence.targets.11.memorization_precedes_turn"}}
+    ax = finding_figure({"criteria": [crit]}).axes[0]
+    assert ax.get_ylabel() == "memorization precedes turn"
+    assert sorted(t.get_text() for t in ax.texts) == ["no run", "not measured"]
+    assert len(ax.collections) == 1  # one drawn value: seed 100's

@@ -240,7 +240,8 @@ def value_label(value: dict) -> str:
 @styled
 def finding_figure(f: dict) -> Figure:
     """One panel per criterion: the value (black) and its control or threshold (colour) on every seed; a censored
-    value is drawn at the panel's edge as an open marker; the seeds that pass are filled."""
+    value is drawn at the panel's edge as an open marker; the seeds that pass are filled; a seed without a run or
+    whose run could not measure the value is named as such, so every report seed is accounted for."""
     crit = f["criteria"]
     rows, cols = panel_grid(len(crit), max_columns=3)
     width = COLUMN if cols == 1 else PAGE
@@ -255,10 +256,11 @@ def finding_figure(f: dict) -> Figure:
         edge = {1: hi + pad, -1: lo - pad}
         edges_used: set[int] = set()
         for i, s in enumerate(c["seeds"]):
-            if s.get("note") == "no run":  # a seed without a finished run: said, not drawn as a value
-                ax.text(i, 0.03, "no run", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                        fontsize=5.5, color="0.45", rotation=90)
-                continue
+            if s.get("note") == "no run" or s["value"] is None:  # no run, or a run that could not measure it:
+                ax.text(i, 0.03, s.get("note") or "not measured", transform=ax.get_xaxis_transform(),  # said,
+                        ha="center", va="bottom", fontsize=5.5, color="0.45", rotation=90)  # not drawn
+                if s.get("note") == "no run":
+                    continue
             for key, colour, marker in (("value", "black", "o"), ("control", color(1), "s")):
                 if key == "control" and not c.get("control"):
                     continue  # a threshold: drawn once, as a dashed line
@@ -290,8 +292,7 @@ def finding_figure(f: dict) -> Figure:
         ax.set_xticks(xs, [str(s) for s in seeds])
         ax.set_xlim(-0.6, len(seeds) - 0.4)
         ax.set_xlabel("report seed")
-        if c["direction"] != "holds":
-            ax.set_ylabel(value_label(c.get("value") or {}), fontsize=6)
+        ax.set_ylabel(value_label(c.get("value") or {}), fontsize=6)  # a truth value too: what holds or not
         ax.set_title(f"{c['name']}\npassed {_passed(c)}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(crit):]:
