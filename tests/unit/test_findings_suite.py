@@ -473,6 +473,13 @@ def test_an_analytic_set_reports_its_machine_time_and_precision_and_is_recorded(
     assert record_plan(p, tmp_path / "rec") == {"recorded": 0, "already": 1, "not_finished": 0}
     (again,) = evaluate_suite(plan(suite, None, "full", tmp_path / "rec"))["findings"]
     assert again["criteria"] == f["criteria"] and again["machines"] == f["machines"]
+    # the suite's arguments change: the results computed from the old ones are not read (not run yet), here or in
+    # the records, until it is computed again
+    data["runs"]["perc"]["args"]["trials"] = 2
+    changed = load_suite(_write(tmp_path, data))
+    for root in ("out", "rec"):
+        (stale,) = evaluate_suite(plan(changed, None, "full", tmp_path / root))["findings"]
+        assert stale["verdict"] == "incomplete" and stale["criteria"][0]["seeds"][0]["note"] == "no run", root
 
 
 def test_a_finding_with_no_finished_run_says_so_in_one_line_and_gets_no_figure(tmp_path):

@@ -623,6 +623,11 @@ def _analytic_path(s: PlannedSet, seed: int) -> Path:
     return s.root / f"seed_{seed}.json"
 
 
+def _analytic_key(s: PlannedSet, seed: int) -> dict[str, Any]:
+    """What an analytic result is a result of: the function, its arguments, the seed and the package version."""
+    return {"function": s.spec.analytic, "args": s.spec.args, "seed": seed, "conceptlab": package_version()}
+
+
 def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:
     """Compute an analytic set once per seed (kept as seed_<s>.json with the args and the code version; recomputed
     when either differs); with `seeds`, only those."""
@@ -632,7 +637,7 @@ def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:
         if seeds is not None and seed not in seeds:
             continue
         path = _analytic_path(s, seed)
-        key = {"function": s.spec.analytic, "args": s.spec.args, "seed": seed, "conceptlab": package_version()}
+        key = _analytic_key(s, seed)
         if path.is_file():
             old = read_json(path)
             if old.get("key") == key and old.get("provenance", {}).get("git_commit") == commit and not dirty:
@@ -777,16 +782,18 @@ class RunRecord:
 
 
 def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
-    """(finished runs of the set, run ids not finished)."""
+    """(finished runs of the set, run ids not finished). An analytic result computed from other arguments, another
+    function or another package version than the suite's now is not read: it counts as not finished (a rerun
+    recomputes it), as a run whose config changed gets a new run id."""
     if s.sweep is None:
         out = []
         missing = []
         for seed in s.seeds:
             path = _analytic_path(s, seed)
-            if not path.is_file():
+            data = read_json(path) if path.is_file() else {}
+            if data.get("key") != _analytic_key(s, seed):
                 missing.append(f"seed_{seed}")
                 continue
-            data = read_json(path)
             # the computation's time and machine, where a run's summary keeps them
             summary = {"seconds": {"total": data.get("seconds", 0.0)}, "provenance": data.get("provenance"),
                        "precision": "analytic (no network)", **data["summary"]}
