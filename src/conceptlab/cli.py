@@ -719,6 +719,9 @@ def findings(
             _fail(str(err))
         if evaluate_only:
             _fail("--seeds chooses what to run; --evaluate-only runs nothing")
+        if not reuse:
+            _fail("--seeds leaves the other seeds to a later invocation in the same root, but --no-reuse starts a "
+                  "new run folder each time, where they would never be found: use one or the other")
     if record is not None and record.resolve() == out.resolve():
         _fail(f"--record {record} is the findings root itself; name another folder (e.g. results)")
     if evaluate_only and not reuse:
@@ -767,10 +770,20 @@ def findings(
             runner_ = make_executor(executor, out, options, workers=workers)
         except ExecutorError as err:
             _fail(str(err))
-        try:
-            result = run_plan(p, runner_, progress=progress, console=console, seeds=chosen_seeds)
+        try:  # with --record each run is recorded as it finishes, whatever happens after
+            result = run_plan(p, runner_, progress=progress, console=console, seeds=chosen_seeds, record=record)
         except ExecutorError as err:
             _fail(str(err))
+    kept = None
+    if record is not None:  # twins and analytic sets too, before an evaluation that could fail
+        from conceptlab.experiments.findings import record_plan
+
+        try:
+            kept = record_plan(p, record)
+        except (ConfigError, OSError) as err:
+            _fail(f"cannot record the runs in {record}: {one_line(str(err))}", code=1)
+        now = result.get("recorded", 0)  # recorded by run_plan as they finished: record_plan found them there
+        kept = {**kept, "recorded": kept["recorded"] + now, "already": kept["already"] - now}
     evaluated = evaluate_suite(p)
     evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"],
                          **({"not_finished": result["not_finished"]} if evaluate_only else {}),
@@ -795,18 +808,19 @@ def findings(
         later = f", {result['deferred']} left for later (--seeds)" if result.get("deferred") else ""
         shared = (f", {result['copied']} copied from a finished twin in another run set (same run id)"
                   if result.get("copied") else "")
+        queued = (f", {result['queued']} queued or waiting for a twin (a later invocation reads them)"
+                  if result.get("queued") else "")
+        busy = f", {result['busy']} left to the process already running them" if result.get("busy") else ""
         console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now{shared}, "
-                      f"{len(result['failed'])} failed{later}; wall time {wall / 60:.1f} min", markup=False)
+                      f"{len(result['failed'])} failed{queued}{busy}{later}; wall time {wall / 60:.1f} min",
+                      markup=False)
     console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
-    if record is not None:
-        from conceptlab.experiments.findings import record_plan
-
-        try:
-            kept = record_plan(p, record)
-        except (ConfigError, OSError) as err:
-            _fail(f"cannot record the runs in {record}: {one_line(str(err))}", code=1)
-        console.print(f"records in {record}/runs: {kept['recorded']} runs recorded now, {kept['already']} recorded "
-                      f"earlier, {kept['not_finished']} not finished (not recorded)", markup=False)
+    if kept is not None:
+        first = (" (the first record of a run id is kept: a fresh run of a recorded id is not "
+                 "recorded over it)" if not reuse and kept["already"] else "")
+        live = f" ({result['recorded']} as they finished)" if result.get("recorded") else ""
+        console.print(f"records in {record}/runs: {kept['recorded']} runs recorded now{live}, {kept['already']} "
+                      f"recorded earlier{first}, {kept['not_finished']} not finished (not recorded)", markup=False)
     if result["failed"]:
         for run_id, error in result["failed"].items():
             console.print(f"failed {run_id}: {one_line(str(error))}", markup=False, soft_wrap=True)

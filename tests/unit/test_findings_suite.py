@@ -576,6 +576,12 @@ def test_run_costs_count_a_run_two_sets_share_once_as_run_plan_runs_it(tmp_path)
     costs = run_costs(p)
     assert (costs["a"].pending, costs["b"].pending) == (2, 0)
     assert costs["a"].median_seconds == 10.0 and costs["b"].median_seconds is None
+    later = run_costs(p, seeds={101})  # the twins of seed 102 are left for later once, not once per set
+    assert (later["a"].pending, later["a"].deferred, later["b"].pending, later["b"].deferred) == (1, 1, 0, 0)
+    crashed = p.sets["a"].sweep.root / ".x.copying-123"  # a half-made copy a crash left: not a finished run
+    crashed.mkdir()
+    (crashed / "summary.json").write_text(json.dumps({"seconds": {"total": 99.0}}))
+    assert run_costs(p)["a"].runs == 1 and run_costs(p)["a"].median_seconds == 10.0
 
 
 def test_run_costs_with_chosen_seeds_count_only_their_runs_and_leave_the_rest_for_later(tmp_path):
@@ -605,3 +611,29 @@ def test_a_finding_figure_accounts_for_every_seed_and_labels_a_truth_value():
     assert ax.get_ylabel() == "memorization precedes turn"
     assert sorted(t.get_text() for t in ax.texts) == ["no run", "not measured"]
     assert len(ax.collections) == 1  # one drawn value: seed 100's
+
+
+def test_with_record_each_run_is_recorded_as_it_finishes_even_if_the_invocation_dies_after(tmp_path):
+    """A suite of hours killed (or failing) after some runs finished keeps those runs: run_plan records each one
+    when the executor reports it done, not only at the end."""
+    from conceptlab.experiments.executors import RunOutcome
+    from conceptlab.experiments.findings import run_plan
+    from conceptlab.store.records import is_record
+
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "o")
+
+    class DiesAfterTwo:
+        def run(self, tasks, progress=True, console=None, on_outcome=None):
+            for t in tasks[:2]:
+                t.run_dir.mkdir(parents=True, exist_ok=True)
+                (t.run_dir / "summary.json").write_text(json.dumps({"kind": "shapes", **_acc(0.9, 200, 300)}))
+                on_outcome(RunOutcome(t.run_id, "done"))
+            on_outcome(RunOutcome(tasks[2].run_id, "failed", "boom"))  # failed: nothing to record
+            raise KeyboardInterrupt  # the session ends here
+
+    with pytest.raises(KeyboardInterrupt):
+        run_plan(p, DiesAfterTwo(), progress=False, record=tmp_path / "results")
+    kept = sorted(f.name for f in (tmp_path / "results" / "runs").glob("*/*") if is_record(f))
+    ran = sorted(r.run_id for s in p.sets.values() for r in s.sweep.runs if (r.directory(s.sweep.root) /
+                                                                            "summary.json").is_file())
+    assert len(kept) == 2 and kept == ran

@@ -29,7 +29,7 @@ import traceback
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal, Protocol
+from typing import Callable, Iterator, Literal, Protocol
 
 import submitit
 from pydantic import Field, ValidationError, field_validator
@@ -139,12 +139,17 @@ class RunOutcome:
     error: str | None = None
 
 
+OnOutcome = Callable[["RunOutcome"], None]
+
+
 class Executor(Protocol):
-    """Runs tasks (each resumable from its folder) and reports one outcome per task."""
+    """Runs tasks (each resumable from its folder) and reports one outcome per task — returned at the end and, with
+    `on_outcome`, passed to it as soon as it is known (so a caller can keep a finished run before the others end)."""
 
     name: str
 
-    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None) -> list[RunOutcome]: ...
+    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None,
+            on_outcome: OnOutcome | None = None) -> list[RunOutcome]: ...
 
 
 # ---------------------------------------------------------------- status files
@@ -308,7 +313,8 @@ class LocalExecutor:
         self.workers = workers or cores
         self.threads = threads or max(1, cores // self.workers)
 
-    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None) -> list[RunOutcome]:
+    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None,
+            on_outcome: OnOutcome | None = None) -> list[RunOutcome]:
         console = console or Console()
         if not tasks:
             return []
@@ -318,10 +324,11 @@ class LocalExecutor:
         with progress_bar(console, progress) as bar:
             job = bar.add_task("sweep (local)", total=len(tasks), info="")
             while todo:
-                todo = self._one_pool(todo, outcomes, bar, job)
+                todo = self._one_pool(todo, outcomes, bar, job, on_outcome)
         return [outcomes[t.run_id] for t in tasks]
 
-    def _one_pool(self, todo: list[RunTask], outcomes: dict[str, RunOutcome], bar: Progress, job) -> list[RunTask]:
+    def _one_pool(self, todo: list[RunTask], outcomes: dict[str, RunOutcome], bar: Progress, job,
+                  on_outcome: OnOutcome | None = None) -> list[RunTask]:
         """Run tasks in a fresh pool; if a worker dies, return the tasks that never started (to run again)."""
         for task in todo:
             if RunFolder(task.run_dir).holder() is None:  # a run another process is running keeps its status
@@ -342,6 +349,8 @@ class LocalExecutor:
                     outcome = RunOutcome(task.run_id, "failed", _last_line(err))
                     write_status(task.run_dir, "failed", error=outcome.error)
                 outcomes[task.run_id] = outcome
+                if on_outcome is not None:
+                    on_outcome(outcome)
                 self._tick(bar, job, outcomes)
         if not broken:
             return []
@@ -457,7 +466,8 @@ class SlurmExecutor:
             write_status(task.run_dir, "queued", slurm_job=str(job.job_id))
         return jobs
 
-    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None) -> list[RunOutcome]:
+    def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None,
+            on_outcome: OnOutcome | None = None) -> list[RunOutcome]:
         console = console or Console()
         if not tasks:
             return []
@@ -468,9 +478,10 @@ class SlurmExecutor:
         console.print(f"submitted {len(jobs)} SLURM task(s) as job array {str(jobs[0].job_id).split('_')[0]}")
         if not self.wait:
             return [RunOutcome(t.run_id, "queued") for t in tasks]
-        return self.wait_for(tasks, jobs, progress, console)
+        return self.wait_for(tasks, jobs, progress, console, on_outcome)
 
-    def wait_for(self, tasks: list[RunTask], jobs: list, progress: bool, console: Console) -> list[RunOutcome]:
+    def wait_for(self, tasks: list[RunTask], jobs: list, progress: bool, console: Console,
+                 on_outcome: OnOutcome | None = None) -> list[RunOutcome]:
         """Poll status files and squeue until every task is done, failed, or gone from the queue."""
         outcomes: dict[str, RunOutcome] = {}
         absent: dict[str, int] = {}  # consecutive polls a task was missing from squeue (requeues pass through)
@@ -486,6 +497,8 @@ class SlurmExecutor:
                     outcome = self._finished(task, job_id, queued if absent[job_id] >= 3 else None)
                     if outcome is not None:
                         outcomes[task.run_id] = outcome
+                        if on_outcome is not None:
+                            on_outcome(outcome)
                 failed = sum(o.state == "failed" for o in outcomes.values())
                 bar.update(job_bar, completed=len(outcomes), info=f"{len(outcomes) - failed} done, {failed} failed")
                 if len(outcomes) < len(tasks):

@@ -555,10 +555,12 @@ def finished_counts(p: Plan) -> dict[str, Any]:
 
 
 def run_plan(p: Plan, executor, progress: bool = True, console=None,
-             seeds: Collection[int] | None = None) -> dict[str, Any]:
+             seeds: Collection[int] | None = None, record: Path | str | None = None) -> dict[str, Any]:
     """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
     workers stay busy across run sets); returns counts and failures. With `seeds`, only the runs of those report
-    seeds (a suite split over sessions or machines); the other pending runs are counted as `deferred`.
+    seeds (a suite split over sessions or machines); the other pending runs are counted as `deferred`. With
+    `record`, each run is recorded under `<record>/runs/<set>/<run id>/` as soon as it finishes (`recorded`), so a
+    suite of hours stopped later — killed, out of time, failing in its evaluation — keeps every run it finished.
 
     A run two sets share (the same run id: the same config and analysis versions, e.g. one band width in both the
     composition and the gap-width sets) runs once: a set whose twin is finished gets a copy of it
@@ -573,6 +575,7 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
         finished.setdefault(run_id, folder)
     tasks, twins = [], []
     first: dict[str, Path] = {}
+    set_of: dict[str, str] = {}  # run id → the set whose folder runs it
     total = deferred = copied = 0
     for s in p.sets.values():
         if s.sweep is None:
@@ -592,8 +595,23 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
             else:
                 first[r.run_id] = folder
                 tasks.append(RunTask(r.run_id, folder, r.config))
+                set_of[r.run_id] = s.name
     todo = len(tasks) + len(twins) + copied  # pending runs of the chosen seeds (the rest were finished already)
-    outcomes = executor.run(tasks, progress=progress, console=console) if tasks else []
+    recorded = 0
+
+    def keep(outcome) -> None:  # a run just finished: record it now, not only when every run has ended
+        nonlocal recorded
+        if record is None or outcome.state != "done":
+            return
+        dest = Path(record) / "runs" / set_of[outcome.run_id] / outcome.run_id
+        try:
+            recorded += record_run(first[outcome.run_id], dest) is not None
+        except (OSError, ConfigError) as err:  # kept for the final record_plan to try again; the runs go on
+            if console is not None:
+                console.print(f"could not record {outcome.run_id} yet: {one_line(str(err))}", markup=False)
+
+    kwargs = {"on_outcome": keep} if record is not None else {}
+    outcomes = executor.run(tasks, progress=progress, console=console, **kwargs) if tasks else []
     waiting = 0
     for source, folder in twins:
         if adopt_finished_twin(source, folder):
@@ -607,7 +625,8 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
             write_sweep_report(s.sweep.root)
     return {"runs": total, "skipped": total - todo - deferred, "done": sum(o.state == "done" for o in outcomes),
             "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
-            "queued": sum(o.state == "queued" for o in outcomes) + waiting, "deferred": deferred, "copied": copied}
+            "queued": sum(o.state == "queued" for o in outcomes) + waiting, "deferred": deferred, "copied": copied,
+            "busy": sum(o.state == "busy" for o in outcomes), "recorded": recorded}
 
 
 def check_seeds(p: Plan, seeds: Collection[int]) -> None:
@@ -699,12 +718,14 @@ def run_costs(p: Plan, records: Path | str | None = None,
         found: dict[str, dict[str, Any]] = {}
         for base in [s.sweep.root] + ([kept[s.name]] if kept[s.name] is not None else []):
             for summary in sorted(Path(base).glob("*/summary.json")):
+                if summary.parent.name.startswith("."):  # a copy or record left half-made by a crash
+                    continue
                 if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
                     found[summary.parent.name] = data
         to_go = {r.run_id: int(r.config.train.train_seed) for r in s.sweep.runs
                  if r.run_id not in done and r.run_id not in counted}
         to_run = {i for i, seed in to_go.items() if seeds is None or seed in seeds}
-        counted |= to_run
+        counted |= set(to_go)  # a twin left for later is counted once too
         times = [run_seconds(d) for d in found.values()]
         machines = sorted({f"{machine_of(d)}, {precision_of(d)}, {d.get('threads', '?')} thread"
                            + ("s" if d.get("threads") != 1 else "") for d in found.values()})

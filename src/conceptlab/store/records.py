@@ -76,10 +76,19 @@ def record_run(source: Path | str, dest: Path | str, max_file_bytes: int = MAX_F
     manifest = {"format": 1, "source": str(source.resolve()), "recorded": time.strftime("%Y-%m-%d %H:%M:%S"),
                 "files": kept, "left_out": left_out}
     write_json(staging / RECORD, manifest)
+    if RunFolder(dest).is_complete():  # another process recorded it meanwhile: theirs is kept
+        shutil.rmtree(staging)
+        return None
     if dest.exists():  # an unfinished leftover (checked above): replaced
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staging, dest)
+    try:
+        os.replace(staging, dest)
+    except OSError:
+        if not RunFolder(dest).is_complete():
+            raise
+        shutil.rmtree(staging)  # recorded by another process between the check and the rename: theirs is kept
+        return None
     return manifest
 
 

@@ -71,6 +71,7 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     (["hidden-emergence", "--seeds", "a,b"], "--seeds must be report seeds separated by commas"),
     (["hidden-emergence", "--seeds", "100,999"], "--seeds 999: not a report seed"),
     (["hidden-emergence", "--seeds", "100", "--evaluate-only"], "--evaluate-only runs nothing"),
+    (["hidden-emergence", "--seeds", "100", "--no-reuse"], "use one or the other"),
     (["--setup", "both"], "--setup must be fast or paper"),
     (["hidden-emergence-paper-setup", "--setup", "fast", "--dry-run"], "is not a fast-setup finding"),
     (["no-such-finding", "--setup", "fast", "--dry-run"], "unknown finding 'no-such-finding'"),
@@ -158,9 +159,13 @@ def test_seeds_runs_part_of_the_suite_and_the_rest_is_incomplete_not_censored(mi
     run, which the evaluator must not read as "never learned" (that would reproduce it): it is incomplete."""
     out = tmp_path / "out"
     result = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
-                                 "--workers", "1", "--threads", "1", "--no-progress", "--seeds", "100"])
+                                 "--workers", "1", "--threads", "1", "--no-progress", "--seeds", "100",
+                                 "--record", str(tmp_path / "rec")])
     assert result.exit_code == 0, result.output
     assert "4 runs: 0 reused, 2 done now, 0 failed, 2 left for later (--seeds)" in result.output, result.output
+    # each run was recorded when the pool reported it done, not only after the evaluation
+    assert "2 runs recorded now (2 as they finished), 0 recorded earlier, 2 not finished" in " ".join(
+        result.output.split()), result.output
     # the cost line prices only the runs it starts, and says what it leaves for later
     assert "1 to run (1 more of other report seeds left for later); no finished run to time" in " ".join(
         result.output.split()), result.output
