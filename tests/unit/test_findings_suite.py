@@ -371,10 +371,18 @@ def test_a_twin_is_not_copied_over_a_folder_another_process_is_running(tmp_path)
         assert holder.stdout.readline().strip() == "held"
         assert not adopt_finished_twin(source, dest)
         assert (dest / "train_log.jsonl").read_text() == "mine\n" and not (dest / "summary.json").exists()
+        # the holder takes the folder between the check and the copy: the copy takes the lock, so it still refuses
+        from conceptlab.store.run_folder import RunFolder
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(RunFolder, "holder", lambda self: None)
+            assert not adopt_finished_twin(source, dest)
+        assert (dest / "train_log.jsonl").read_text() == "mine\n" and not (dest / "summary.json").exists()
     finally:
         holder.kill()
         holder.wait()
     assert adopt_finished_twin(source, dest) and (dest / "summary.json").is_file()
+    assert not adopt_finished_twin(source, dest)  # complete by now: nothing to adopt, nothing touched
 
 
 def test_a_difference_that_is_zero_up_to_float_rounding_prints_as_zero():
@@ -637,3 +645,22 @@ def test_with_record_each_run_is_recorded_as_it_finishes_even_if_the_invocation_
     ran = sorted(r.run_id for s in p.sets.values() for r in s.sweep.runs if (r.directory(s.sweep.root) /
                                                                             "summary.json").is_file())
     assert len(kept) == 2 and kept == ran
+
+
+def test_a_run_recorded_under_one_set_is_restored_into_its_twin_in_another(tmp_path):
+    """b is a's twin (same run ids). Seed 100 was recorded under a only; a later plan restores it into both sets'
+    folders (and does not price it as a run to go), instead of training b's copy again."""
+    from conceptlab.experiments.findings import record_plan, restore_records, run_costs
+    from conceptlab.experiments.sweep import is_complete
+
+    suite = load_suite(_write(tmp_path, _suite(runs__b__overrides=["train.steps=20"])))
+    first = plan(suite, None, "full", tmp_path / "s1")
+    _fake_runs(first, {"a": {100: _acc(0.9, 200, 300)}})
+    assert record_plan(first, tmp_path / "results")["recorded"] == 1  # b's folder never ran: only a's record
+    later = plan(suite, None, "full", tmp_path / "s2")
+    assert (run_costs(later, tmp_path / "results")["a"].pending, run_costs(later, tmp_path / "results")["b"].pending) \
+        == (2, 0)
+    assert restore_records(later, tmp_path / "results") == 2
+    for name in ("a", "b"):
+        s = later.sets[name]
+        assert is_complete(s.sweep.runs[0].directory(s.sweep.root)), name

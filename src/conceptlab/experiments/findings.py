@@ -704,14 +704,16 @@ def run_costs(p: Plan, records: Path | str | None = None,
               seeds: Collection[int] | None = None) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
     `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
-    `run_plan` would: not finished in its folder, not recorded (with `records`), and no twin (the same run id)
-    finished or already counted in another set, since a twin is copied, not run. With `seeds` (as `run_plan`'s),
-    only the runs of those report seeds are to run now; the others are counted as `deferred`. So a user sees what
-    the rest will cost before starting it. A set no run has finished gets no time: nothing is guessed."""
+    `run_plan` would: not finished in its folder, not recorded (with `records`, in any set: `recorded_runs`), and no
+    twin (the same run id) finished or already counted in another set, since a twin is copied, not run. With `seeds`
+    (as `run_plan`'s), only the runs of those report seeds are to run now; the others are counted as `deferred`. So a
+    user sees what the rest will cost before starting it. A set no run has finished gets no time: nothing is
+    guessed."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
     kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
-    done = {r.run_id for s in sets for r in s.sweep.runs if is_complete(r.directory(s.sweep.root))
-            or (kept[s.name] is not None and is_record(kept[s.name] / r.run_id))}
+    recorded = set(recorded_runs(records, "")) if records is not None else set()  # any set's record of a run id
+    done = {r.run_id for s in sets for r in s.sweep.runs
+            if is_complete(r.directory(s.sweep.root)) or r.run_id in recorded}
     counted: set[str] = set()
     out: dict[str, RunCost] = {}
     for s in sets:
@@ -734,19 +736,32 @@ def run_costs(p: Plan, records: Path | str | None = None,
     return out
 
 
+def recorded_runs(records: Path | str, set_name: str) -> dict[str, Path]:
+    """Run id → its record under `<records>/runs/`: the set's own, else another set's record of the same run id (a
+    twin: the same config and analysis versions), so a set run on its own finds the runs another set recorded."""
+    base = Path(records) / "runs"
+    found: dict[str, Path] = {}
+    for folder in sorted(base.glob("*/*")):
+        if not folder.name.startswith(".") and is_record(folder):
+            if folder.parent.name == set_name or folder.name not in found:
+                found[folder.name] = folder
+    return found
+
+
 def restore_records(p: Plan, records: Path | str) -> int:
-    """Fill each unfinished run folder of the plan whose run is recorded under `<records>/runs/<set>/<run id>/` with
-    a copy of its record (`sweep.adopt_finished_twin`: status `copied_from` the record), so that a suite gathered
-    over sessions runs only what nobody has recorded yet and evaluates the rest from the records. A folder another
-    process holds is left alone. Returns how many runs were restored."""
+    """Fill each unfinished run folder of the plan whose run is recorded (`recorded_runs`: under
+    `<records>/runs/<set>/<run id>/`, or a twin's record in another set) with a copy of its record
+    (`sweep.adopt_finished_twin`: status `copied_from` the record), so that a suite gathered over sessions runs only
+    what nobody has recorded yet and evaluates the rest from the records. A folder another process holds is left
+    alone. Returns how many runs were restored."""
     restored = 0
     for s in p.sets.values():
         if s.sweep is None:  # analytic sets are recomputed when the code changes (seconds): never restored
             continue
+        kept = recorded_runs(records, s.name)
         for r in s.sweep.runs:
-            kept = Path(records) / "runs" / s.name / r.run_id
             folder = r.directory(s.sweep.root)
-            if is_record(kept) and not is_complete(folder) and adopt_finished_twin(kept, folder):
+            if r.run_id in kept and not is_complete(folder) and adopt_finished_twin(kept[r.run_id], folder):
                 restored += 1
     return restored
 

@@ -59,7 +59,7 @@ from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import read_json, write_json, write_text
-from conceptlab.store.run_folder import STATUS, RunFolder
+from conceptlab.store.run_folder import STATUS, RunFolder, RunLockedError
 
 MANIFEST = "manifest.json"
 _RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # one folder inside the sweep folder
@@ -391,11 +391,23 @@ def adopt_finished_twin(source: Path, dest: Path) -> bool:
     the same config under the same analysis versions, so its results are this run's): every file but its lock and
     status; `dest`'s own config.yaml (its `name` and `runs_dir`) is kept. The copy is made in a hidden sibling and
     renamed into place, so an interruption leaves `dest` as it was; an incomplete `dest` (an earlier, unfinished
-    attempt at the same config) is replaced. Returns False, touching nothing, when `source` is not complete or a
-    live process holds `dest`."""
+    attempt at the same config) is replaced. `dest`'s lock is held throughout, so no run starts in it meanwhile.
+    Returns False, touching nothing, when `source` is not complete, a live process holds `dest`, or `dest` is
+    complete by then (it finished meanwhile: nothing to adopt)."""
     source, dest = Path(source), Path(dest)
     if not is_complete(source) or RunFolder(dest).holder() is not None:
         return False
+    try:
+        with RunFolder(dest).lock():
+            if is_complete(dest):
+                return False
+            _adopt(source, dest)
+    except RunLockedError:  # taken between the check and the lock
+        return False
+    return True
+
+
+def _adopt(source: Path, dest: Path) -> None:
     own_config = RunFolder(dest).config.read_text() if RunFolder(dest).config.is_file() else None
     staging = dest.with_name(f".{dest.name}.copying-{os.getpid()}")
     if staging.exists():
@@ -413,7 +425,6 @@ def adopt_finished_twin(source: Path, dest: Path) -> bool:
         shutil.rmtree(replaced)
     else:
         os.replace(staging, dest)
-    return True
 
 
 def pending_runs(sweep: Sweep) -> list[SweepRun]:
