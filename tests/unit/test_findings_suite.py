@@ -4,6 +4,7 @@ report has the structure docs/findings.md is generated with. No training: run fo
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -664,3 +665,12 @@ def test_a_run_recorded_under_one_set_is_restored_into_its_twin_in_another(tmp_p
     for name in ("a", "b"):
         s = later.sets[name]
         assert is_complete(s.sweep.runs[0].directory(s.sweep.root)), name
+
+
+def test_the_html_report_says_why_a_finding_is_not_run(tmp_path):
+    from conceptlab.report.findings import findings_html
+
+    result = evaluate_suite(plan(load_suite(), ["real-data-lli"], "full", tmp_path / "out"))
+    (f,) = result["findings"]
+    page = findings_html(result, tmp_path / "out")
+    assert f["verdict"] == "not run" and f"Not run: {f['reason']}" in html.unescape(page)

@@ -1018,7 +1018,8 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
     return {"scale": p.scale, "root": str(p.root), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
             "code": {"conceptlab": package_version(), "git_commit": commit, "git_dirty": dirty},
             "machine": {"cpu": cpu_model(), "host": socket.gethostname()},
-            "records": sum(is_record(r.folder) for rs in recs.values() for r in rs if r.folder is not None),
+            "records": len({r.run_id for rs in recs.values() for r in rs  # a run two sets share counts once
+                            if r.folder is not None and is_record(r.folder)}),
             "findings": findings}
 
 

@@ -142,7 +142,7 @@ def _provenance_line(result: dict) -> str:
                 f"{runs['not_finished']} not finished (their seeds count as 'no run')")
     elif runs:
         wall += (f" ({runs['done']} of {runs['total']} runs made now, {runs['reused']} reused from earlier invocations "
-                 "with the same config and code versions"
+                 "or records with the same run id (its config and analysis versions)"
                  + (f", {runs['deferred']} left for later with `--seeds`" if runs.get("deferred") else "")
                  + "; each finding's run time is its runs' own)")
     if result.get("records"):
@@ -199,10 +199,16 @@ def findings_html(result: dict, root: Path) -> str:
                  + table_html(verdict_table(result), "verdicts"))]
     for f in result["findings"]:
         body = [f"<p><b>{html.escape(f['claim'])}</b> ({html.escape(f['paper'])}; setup: "
-                f"{html.escape(SETUP.get(f.get('setup')))})</p>",
-                f"<p>Verdict: <b>{html.escape(VERDICT_MARK[f['verdict']])}</b>. Binding control: "
-                f"{html.escape(str(f.get('control') or '—'))}"
-                + (f" — {html.escape(f.get('reason') or '')}" if f.get("control") in ("none", None) else "") + "</p>"]
+                f"{html.escape(SETUP.get(f.get('setup')))})</p>"]
+        if f["verdict"] == "not run":  # as in the Markdown: why (not implemented, or not at this scale)
+            body.append(f"<p>Verdict: <b>{html.escape(VERDICT_MARK['not run'])}</b>. Not run: "
+                        f"{html.escape(str(f.get('reason') or ''))}</p>")
+            sections.append((f["name"], f["name"], "".join(body)))
+            continue
+        body.append(f"<p>Verdict: <b>{html.escape(VERDICT_MARK[f['verdict']])}</b>. Binding control: "
+                    f"{html.escape(str(f.get('control') or '—'))}"
+                    + (f" — {html.escape(f.get('reason') or '')}" if f.get("control") in ("none", None) else "")
+                    + "</p>")
         if f["criteria"] and not has_runs(f):
             body.append(f"<p>{html.escape(_no_runs_yet(f))}</p>")
         elif f["criteria"]:
