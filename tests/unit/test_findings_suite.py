@@ -674,3 +674,8 @@ def test_the_html_report_says_why_a_finding_is_not_run(tmp_path):
     (f,) = result["findings"]
     page = findings_html(result, tmp_path / "out")
     assert f["verdict"] == "not run" and f"Not run: {f['reason']}" in html.unescape(page)
+
+
+def test_a_control_without_the_values_report_seeds_is_refused_at_load(tmp_path):
+    with pytest.raises(ConfigError, match=r"criterion a-beats-b: the control's run set b lacks report seeds \[102\]"):
+        load_suite(_write(tmp_path, _suite(runs__b__seeds=[100, 101])))

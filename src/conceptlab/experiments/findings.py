@@ -290,6 +290,12 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
             used.add(finding.claims_from)
     for finding in suite.findings:
         for c in finding.criteria:
+            lacking = sorted(set(suite.runs[c.value.runs].seeds) - set(suite.runs[c.control.runs].seeds)) \
+                if c.control is not None else []
+            if lacking:
+                raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: the control's run set "
+                                  f"{c.control.runs} lacks report seeds {lacking} of the value's run set "
+                                  f"{c.value.runs}: those seeds could never pass")
             n = len(suite.runs[c.value.runs].seeds)
             if c.min_seeds is not None and c.min_seeds > n:
                 raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: min_seeds {c.min_seeds} > the "
