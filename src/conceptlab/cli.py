@@ -644,8 +644,9 @@ def findings(
     evaluate_only: bool = typer.Option(False, "--evaluate-only", help="run nothing: evaluate the runs already "
                                        "finished (report seeds without one: 'no run', verdicts 'incomplete' "
                                        "where they could still change)"),
-    record: Optional[Path] = typer.Option(None, "--record", help="keep a record of every finished run (its "
-                                          "summary, config and tables, no weights) under this folder, e.g. "
+    record: Optional[Path] = typer.Option(None, "--record", help="keep a record of every finished run, as "
+                                          "it finishes (its summary, config and tables, no weights) under this "
+                                          "folder, e.g. "
                                           "results, and run only the runs not recorded there yet (gathers a suite "
                                           "over sessions and machines; --evaluate-only --root reads it)"),
     progress: bool = typer.Option(True, help="show progress bars"),
