@@ -594,13 +594,13 @@ def _sweep_base(sweep: str) -> str:
     return parse_spec(sweep).base
 
 
-def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None) -> None:
+def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True) -> None:
     """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`):
     a measured time per run and the machines that measured it, never a guess for a set no run has finished. With
     `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later."""
     from conceptlab.experiments.findings import run_costs
 
-    costs = run_costs(p, record, seeds)
+    costs = run_costs(p, record, seeds, reuse)
     for name, c in costs.items():
         later = f" ({c.deferred} more of other report seeds left for later)" if c.deferred else ""
         if c.pending:
@@ -734,8 +734,8 @@ def findings(
     console.print(table)
     for name, why in p.skipped.items():
         console.print(f"not run: {name} ({why})", markup=False)
-    if not evaluate_only:  # --no-reuse runs everything in a new folder: records do not shorten it
-        _print_run_costs(p, record if reuse else None, chosen_seeds)
+    if not evaluate_only:  # --no-reuse runs everything in a new folder: records time it but do not shorten it
+        _print_run_costs(p, record, chosen_seeds, reuse)
     if dry_run:
         return
     if record is not None and reuse:  # --no-reuse asks for every run fresh: records are kept, not read

@@ -559,6 +559,8 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
     assert run_costs(later)["a"].pending == 3 and run_costs(later)["a"].median_seconds is None
     from_records = run_costs(later, tmp_path / "results")["a"]
     assert from_records.pending == 1 and from_records.median_seconds == 120.0
+    fresh = run_costs(later, tmp_path / "results", reuse=False)["a"]  # --no-reuse: timed by the records, all to run
+    assert fresh.pending == 3 and fresh.median_seconds == 120.0
 
 
 def test_each_panel_of_a_finding_figure_names_what_its_value_reads():

@@ -707,17 +707,18 @@ class RunCost:
 
 
 def run_costs(p: Plan, records: Path | str | None = None,
-              seeds: Collection[int] | None = None) -> dict[str, RunCost]:
+              seeds: Collection[int] | None = None, reuse: bool = True) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
     `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
     `run_plan` would: not finished in its folder, not recorded (with `records`, in any set: `recorded_runs`), and no
     twin (the same run id) finished or already counted in another set, since a twin is copied, not run. With `seeds`
     (as `run_plan`'s), only the runs of those report seeds are to run now; the others are counted as `deferred`. So a
     user sees what the rest will cost before starting it. A set no run has finished gets no time: nothing is
-    guessed."""
+    guessed. With `reuse=False` (`--no-reuse`: every run fresh) the records still time the runs but none counts as
+    done."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
     kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
-    recorded = set(recorded_runs(records, "")) if records is not None else set()  # any set's record of a run id
+    recorded = set(recorded_runs(records, "")) if records is not None and reuse else set()  # any set's record
     done = {r.run_id for s in sets for r in s.sweep.runs
             if is_complete(r.directory(s.sweep.root)) or r.run_id in recorded}
     counted: set[str] = set()
