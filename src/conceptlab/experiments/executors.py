@@ -225,6 +225,8 @@ def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
             held.enter_context(folder.lock())
         except RunLockedError as err:  # another sweep (or a resume) is running it: leave its status alone
             return RunOutcome(run_dir.name, BUSY, str(err))
+        if folder.is_complete():  # another process finished it between the queueing and the lock: nothing to do
+            return RunOutcome(run_dir.name, "done")
         old = read_status(run_dir)
         write_status(
             run_dir,
