@@ -681,3 +681,14 @@ def test_the_html_report_says_why_a_finding_is_not_run(tmp_path):
 def test_a_control_without_the_values_report_seeds_is_refused_at_load(tmp_path):
     with pytest.raises(ConfigError, match=r"criterion a-beats-b: the control's run set b lacks report seeds \[102\]"):
         load_suite(_write(tmp_path, _suite(runs__b__seeds=[100, 101])))
+
+
+def test_each_finding_says_the_thread_count_its_runs_used(tmp_path):
+    """fp32 sums are ordered by the thread count, so a run is reproduced only at the same count: the report says it."""
+    from conceptlab.report.findings import findings_markdown
+
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "o")
+    _fake_runs(p, {"a": {100: {**_acc(0.9, 200, 300), "threads": 2}}, "b": {100: {**_acc(0.6, 1, 1), "threads": 1}}})
+    result = evaluate_suite(p)
+    assert result["findings"][0]["threads"] == [1, 2]
+    assert "precision: fp32; threads: 1, 2; code: abcdef0" in findings_markdown({**result, "runs": None})

@@ -999,6 +999,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     seconds = sum(run_seconds(r) for r in summaries)
     machines = sorted({machine_of(r) for r in summaries})
     precision = sorted({precision_of(r) for r in summaries})
+    threads = sorted({int(r["threads"]) for r in summaries if r.get("threads")})  # fp32 sums depend on it
     commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries})
     made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
     return {
@@ -1009,7 +1010,8 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
         "criteria": out_criteria,
         "run_sets": {n: {"seeds": p.sets[n].seeds, "command": p.sets[n].command, "folder": str(p.sets[n].root),
                          "finished": len(recs[n]), "missing": missing[n]} for n in sets_used},
-        "machines": machines, "precision": precision, "code": commits, "run_seconds": round(seconds, 1),
+        "machines": machines, "precision": precision, "threads": threads, "code": commits,
+        "run_seconds": round(seconds, 1),
         "command": f"conceptlab findings {finding.name}" + ("" if p.scale == "full" else f" --scale {p.scale}"),
     }
 

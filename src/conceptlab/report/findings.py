@@ -132,6 +132,11 @@ def _md_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _threads(f: dict) -> str:
+    """"threads: 1; " — the torch threads its runs used (fp32 results depend on it), or nothing if unknown."""
+    return f"threads: {', '.join(map(str, f['threads']))}; " if f.get("threads") else ""
+
+
 def _provenance_line(result: dict) -> str:
     code = result.get("code", {})
     commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
@@ -189,7 +194,7 @@ def findings_markdown(result: dict) -> str:
                          + (f" ({len(s['missing'])} runs not finished)" if s["missing"] else "")
                          for n, s in f["run_sets"].items())
         out += [f"Command: `{f['command']}`. Runs: {sets}. Machine: {', '.join(f['machines']) or '—'}; "
-                f"precision: {', '.join(f['precision']) or '—'}; code: {', '.join(f['code']) or '—'}; "
+                f"precision: {', '.join(f['precision']) or '—'}; {_threads(f)}code: {', '.join(f['code']) or '—'}; "
                 f"run time (sum over its runs): {hms(f.get('run_seconds'))}.", ""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -224,7 +229,7 @@ def findings_html(result: dict, root: Path) -> str:
                 body.append(image_html(Path(root) / f["figure"], f"{f['name']}: value and control per seed"))
             body.append(f"<p class=\"muted\">Command: <code>{html.escape(f['command'])}</code>. Machine: "
                         f"{html.escape(', '.join(f['machines']) or '—')}; precision: "
-                        f"{html.escape(', '.join(f['precision']) or '—')}; code: "
+                        f"{html.escape(', '.join(f['precision']) or '—')}; {html.escape(_threads(f))}code: "
                         f"{html.escape(', '.join(f['code']) or '—')}; run time: {hms(f.get('run_seconds'))}.</p>")
         sections.append((f["name"], f["name"], "".join(body)))
     return page("Findings", f"scale {html.escape(result['scale'])}", sections)
