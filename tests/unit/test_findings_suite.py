@@ -133,6 +133,8 @@ def test_a_suite_of_our_own_loads(tmp_path):
     ({"findings__0__criteria__0__margin": ".nan"}, r"margin"),
     ({"findings__0__criteria__0__value__compute": "no.such.module:fn"}, r"exactly one of path, table or compute"),
     ({"findings__0__criteria__0__min_seeds": 4}, r"min_seeds 4 > the 3 report seeds of run set a"),
+    ({"findings__0__criteria__0__min_seeds": 3, "runs__a__paper": {"preset": "micro", "seeds": [100, 101]}},
+     r"min_seeds 3 > the 2 paper-scale seeds of run set a: never reproduced at that scale"),
 ])
 def test_a_bad_suite_is_refused_at_load_with_one_line_naming_the_problem(tmp_path, changes, message):
     data = _suite(**changes)

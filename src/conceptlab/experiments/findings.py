@@ -296,10 +296,16 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
                 raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: the control's run set "
                                   f"{c.control.runs} lacks report seeds {lacking} of the value's run set "
                                   f"{c.value.runs}: those seeds could never pass")
-            n = len(suite.runs[c.value.runs].seeds)
+            value_set = suite.runs[c.value.runs]
+            n = len(value_set.seeds)
             if c.min_seeds is not None and c.min_seeds > n:
                 raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: min_seeds {c.min_seeds} > the "
                                   f"{n} report seeds of run set {c.value.runs}")
+            paper_seeds = value_set.paper.seeds if value_set.paper is not None else None
+            if c.min_seeds is not None and paper_seeds and c.min_seeds > len(paper_seeds):  # --scale paper
+                raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: min_seeds {c.min_seeds} > the "
+                                  f"{len(paper_seeds)} paper-scale seeds of run set {c.value.runs}: never reproduced "
+                                  "at that scale")
     unused = sorted(set(suite.runs) - used)
     if unused:
         raise ConfigError(f"{where}: run set {unused[0]!r} is used by no finding")
