@@ -724,7 +724,7 @@ def run_costs(p: Plan, records: Path | str | None = None,
     done."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
     kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
-    recorded = set(recorded_runs(records, "")) if records is not None and reuse else set()  # any set's record
+    recorded = set(recorded_runs(records)) if records is not None and reuse else set()  # any set's record
     done = {r.run_id for s in sets for r in s.sweep.runs
             if is_complete(r.directory(s.sweep.root)) or r.run_id in recorded}
     counted: set[str] = set()
@@ -749,15 +749,14 @@ def run_costs(p: Plan, records: Path | str | None = None,
     return out
 
 
-def recorded_runs(records: Path | str, set_name: str) -> dict[str, Path]:
-    """Run id → its record under `<records>/runs/`: the set's own, else another set's record of the same run id (a
-    twin: the same config and analysis versions), so a set run on its own finds the runs another set recorded."""
-    base = Path(records) / "runs"
-    found: dict[str, Path] = {}
-    for folder in sorted(base.glob("*/*")):
+def recorded_runs(records: Path | str) -> dict[str, dict[str, Path]]:
+    """Run id → set name → its record under `<records>/runs/<set>/<run id>/`, read once. A run id recorded under
+    several sets is one run (twins: the same config and analysis versions), so a set run on its own can take the
+    record another set made (`restore_records` prefers its own)."""
+    found: dict[str, dict[str, Path]] = {}
+    for folder in sorted((Path(records) / "runs").glob("*/*")):
         if not folder.name.startswith(".") and is_record(folder):
-            if folder.parent.name == set_name or folder.name not in found:
-                found[folder.name] = folder
+            found.setdefault(folder.name, {})[folder.parent.name] = folder
     return found
 
 
@@ -768,13 +767,16 @@ def restore_records(p: Plan, records: Path | str) -> int:
     what nobody has recorded yet and evaluates the rest from the records. A folder another process holds is left
     alone. Returns how many runs were restored."""
     restored = 0
+    kept = recorded_runs(records)
     for s in p.sets.values():
         if s.sweep is None:  # analytic sets are recomputed when the code changes (seconds): never restored
             continue
-        kept = recorded_runs(records, s.name)
         for r in s.sweep.runs:
             folder = r.directory(s.sweep.root)
-            if r.run_id in kept and not is_complete(folder) and adopt_finished_twin(kept[r.run_id], folder):
+            if r.run_id not in kept or is_complete(folder):
+                continue
+            by_set = kept[r.run_id]
+            if adopt_finished_twin(by_set.get(s.name) or next(iter(by_set.values())), folder):
                 restored += 1
     return restored
 

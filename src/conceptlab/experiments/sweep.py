@@ -418,13 +418,10 @@ def _adopt(source: Path, dest: Path) -> None:
         write_text(RunFolder(staging).config, own_config)
     write_json(RunFolder(staging).status, {"state": "done", "error": None, "copied_from": str(source),
                                            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
-    if dest.exists():
-        replaced = dest.with_name(f".{dest.name}.replaced-{os.getpid()}")
-        os.replace(dest, replaced)
-        os.replace(staging, dest)
-        shutil.rmtree(replaced)
-    else:
-        os.replace(staging, dest)
+    replaced = dest.with_name(f".{dest.name}.replaced-{os.getpid()}")  # dest exists: its lock is held
+    os.replace(dest, replaced)
+    os.replace(staging, dest)
+    shutil.rmtree(replaced)
 
 
 def pending_runs(sweep: Sweep) -> list[SweepRun]:
