@@ -66,7 +66,9 @@ class InterventionContext:
     weights; `embed_reference(prompts)` the same under the reference checkpoint
     (default: the run's final one), or None when no reference was given;
     `canonical_prompt(concept, value, offset)` a prompt with only that concept's
-    entries set (the data's, e.g. `ShapesDGP.canonical_prompt`), or None.
+    entries set (the data's, e.g. `ShapesDGP.canonical_prompt`), or None;
+    `prompt_slices` where each concept's entries sit in a prompt (the data's
+    `prompt_slices()`), or None.
     """
 
     concepts: list[str]
@@ -78,6 +80,7 @@ class InterventionContext:
     embed_reference: Callable[[Tensor], dict[str, Tensor]] | None = None
     trained_with_null_prompt: bool = False
     canonical_prompt: Callable[[str, int, float], Tensor] | None = None
+    prompt_slices: dict[str, slice] | None = None
 
     def flipped(self, code: str, concept: str) -> str:
         """The class code with `concept`'s value flipped (the concept's other value)."""

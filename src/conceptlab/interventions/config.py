@@ -20,10 +20,26 @@ from conceptlab.plugins import PluginError, require, resolve
 
 
 class OverPromptingConfig(StrictConfig):
-    """Prompts pushed beyond the target value along concepts, in units of the concept's separation."""
+    """Prompts pushed beyond the target value along concepts, in units of the concept's separation (`scales`,
+    ours); or the target's color entries set to each RGB color of `colors` (the authors' grid)."""
+
+    added_fields = ("colors",)
 
     concepts: list[Concept] = Field(default_factory=lambda: ["color"], min_length=1)
     scales: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0], min_length=1)
+    colors: list[list[float]] | None = Field(
+        None, description="the authors' over-prompting (Park et al.'s get_capability.py): the target's color entries "
+        "set to each of these RGB colors, absolute; when set, `scales` are not used. Their grid for a blue target is [[0.4, 0.4, "
+        "0.6], [0.35, 0.35, 0.65], [0.25, 0.25, 0.75], [0.15, 0.15, 0.85], [0.05, 0.05, 0.95]] (green falls with "
+        "red). Needs concepts [color]"
+    )
+
+    @model_validator(mode="after")
+    def _colors_or_scales(self) -> "OverPromptingConfig":
+        if self.colors is None:
+            return self
+        OverPrompting(tuple(self.concepts), colors=tuple(tuple(c) for c in self.colors))  # one clear line if not
+        return self
 
 
 class LinearInterventionConfig(StrictConfig):
@@ -156,7 +172,9 @@ def build_interventions(cfg: InterventionsConfig, guidance_convention: str = "ho
     if cfg.naive:
         out.append(NaivePrompting())
     if cfg.over_prompting is not None:
-        out.append(OverPrompting(tuple(cfg.over_prompting.concepts), tuple(cfg.over_prompting.scales)))
+        op = cfg.over_prompting
+        colors = None if op.colors is None else tuple(tuple(c) for c in op.colors)
+        out.append(OverPrompting(tuple(op.concepts), tuple(op.scales), colors=colors))
     if cfg.linear is not None:
         lin = cfg.linear
         sites = tuple(lin.sites) if lin.sites is not None else None

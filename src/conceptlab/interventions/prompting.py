@@ -10,7 +10,14 @@
   the target only in c; s = 0 is naive prompting, s = 0.5 moves c half a
   separation beyond the target value (with Δc = 0.4 the blue channel goes from
   0.7 to 0.9). Only c's prompt entries change. The score of the intervention is
-  the best over the grid (Park et al.: blue channel pushed 0.65 → 0.95).
+  the best over the grid. This is our parametrisation (the fast variant's): it
+  moves along the red–blue contrast, so green stays where both classes have it.
+- `OverPrompting(colors=...)`: the authors' own over-prompting (Park et al.,
+  `get_capability.py` of their released code): the target's color entries set to
+  each listed RGB color, every other entry the target's; their grid is
+  (1 − b, 1 − b, b) for b = 0.6, 0.65, 0.75, 0.85, 0.95 — a path through the blue
+  class means (0.5 − Δc/2, 0.5 − Δc/2, 0.5 + Δc/2) of every Δc to (0.05, 0.05, 0.95),
+  green falling with red (`AUTHORS_BLUE_COLORS`).
 """
 
 from __future__ import annotations
@@ -19,6 +26,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from conceptlab.interventions.base import InterventionContext, InterventionError, Variant, check_grid
+
+# The authors' over-prompting colors for a blue target (Park et al.'s released get_capability.py), RGB
+AUTHORS_BLUE_COLORS = ((0.4, 0.4, 0.6), (0.35, 0.35, 0.65), (0.25, 0.25, 0.75), (0.15, 0.15, 0.85),
+                       (0.05, 0.05, 0.95))
 
 
 @dataclass(frozen=True)
@@ -49,22 +60,56 @@ class NaiveRepeats:
 
 @dataclass(frozen=True)
 class OverPrompting:
-    """Prompts pushed beyond the target value along each concept in `concepts`, by `scales` separations."""
+    """Prompts pushed beyond the target value along each concept in `concepts`, by `scales` separations (ours); or,
+    with `colors`, the target's color entries set to each of those RGB colors (the authors' grid)."""
 
     concepts: Sequence[str] = ("color",)
     scales: Sequence[float] = (0.25, 0.5, 0.75, 1.0)
     name: str = "over_prompting"
+    colors: Sequence[Sequence[float]] | None = None
 
     def __post_init__(self) -> None:
         if not self.concepts:
             raise InterventionError("over_prompting.concepts is empty; name at least one concept to push along")
+        if self.colors is not None:
+            if tuple(self.concepts) != ("color",):
+                raise InterventionError(f"over_prompting.colors sets the color entries: concepts must be [color], "
+                                        f"got {list(self.concepts)}")
+            if not self.colors:
+                raise InterventionError("over_prompting.colors is empty; give at least one RGB color")
+            colors = []
+            for rgb in self.colors:
+                values = check_grid("over_prompting.colors", rgb)
+                if len(values) != 3:
+                    raise InterventionError(f"over_prompting.colors: each color is 3 numbers (R, G, B), got {values}")
+                colors.append(tuple(values))
+            object.__setattr__(self, "colors", tuple(colors))
+            return
         object.__setattr__(self, "scales", tuple(check_grid("over_prompting.scales", self.scales)))
 
     def variants(self, target: str, context: InterventionContext) -> list[Variant]:
         prompt = context.class_prompt(target)
+        if self.colors is not None:
+            return self._color_variants(target, prompt, context)
         out = []
         for concept in self.concepts:
             direction = prompt - context.class_prompt(context.flipped(target, concept))
             for s in self.scales:
                 out.append(Variant(self.name, f"{concept}{s:+.2f}", prompt + s * direction))
+        return out
+
+    def _color_variants(self, target: str, prompt, context: InterventionContext) -> list[Variant]:
+        context.flipped(target, "color")  # an InterventionError when color is not a concept of this data
+        entries = (context.prompt_slices or {}).get("color")
+        if entries is None:
+            raise InterventionError("over_prompting.colors needs to know where a prompt's color entries are; this "
+                                    "data does not say (its DGP has no prompt_slices)")
+        if entries.stop - entries.start != 3:
+            raise InterventionError(f"over_prompting.colors sets 3 color entries (R, G, B); this data's prompts have "
+                                    f"{entries.stop - entries.start}")
+        out = []
+        for rgb in self.colors:
+            p = prompt.clone()
+            p[entries] = p.new_tensor(rgb)
+            out.append(Variant(self.name, "rgb(" + ",".join(f"{c:.2f}" for c in rgb) + ")", p))
         return out

@@ -99,6 +99,7 @@ def intervention_context(cfg, dgp, model, reference=None) -> InterventionContext
         embed_reference=(lambda prompts: concept_embeddings(reference, prompts)) if reference is not None else None,
         trained_with_null_prompt=cfg.diffusion.cfg_dropout > 0,
         canonical_prompt=getattr(dgp, "canonical_prompt", None),
+        prompt_slices=dgp.prompt_slices() if hasattr(dgp, "prompt_slices") else None,
     )
 
 

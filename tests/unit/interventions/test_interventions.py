@@ -26,6 +26,7 @@ from conceptlab.interventions import (
     score_images,
 )
 from conceptlab.models.diffusion_model import build_model
+from conceptlab.interventions.prompting import AUTHORS_BLUE_COLORS
 from conceptlab.probes.concept_classifier import ConceptReading
 
 N, STEPS = 3, 4
@@ -63,6 +64,7 @@ def _context(dgp, model, reference=None, cfg_trained=False) -> InterventionConte
         embed_reference=(lambda p: concept_embeddings(reference, p)) if reference is not None else None,
         trained_with_null_prompt=cfg_trained,
         canonical_prompt=dgp.canonical_prompt,
+        prompt_slices=dgp.prompt_slices(),
     )
 
 
@@ -81,6 +83,51 @@ def test_over_prompting_moves_only_the_chosen_concept_beyond_the_target(dgp, mod
     # red channel down, green (the same for red and blue) unchanged, blue up: half a separation of Δc = 0.4
     assert moved[color].tolist() == pytest.approx([-0.2, 0.0, 0.2], abs=1e-6)
     assert moved[dgp.prompt_slices()["size"]].abs().max() == 0  # size untouched
+
+
+def test_over_prompting_with_the_authors_colors_sets_the_color_entries_to_each_color(dgp, model):
+    """The authors' grid (get_capability.py): the color entries take each RGB color, green falling with red;
+    every other entry stays the target's."""
+    ctx = _context(dgp, model)
+    target = dgp.class_prompt("11")
+    variants = OverPrompting(("color",), colors=AUTHORS_BLUE_COLORS).variants("11", ctx)
+    assert [v.label for v in variants] == ["rgb(0.40,0.40,0.60)", "rgb(0.35,0.35,0.65)", "rgb(0.25,0.25,0.75)",
+                                           "rgb(0.15,0.15,0.85)", "rgb(0.05,0.05,0.95)"]
+    color, size = dgp.prompt_slices()["color"], dgp.prompt_slices()["size"]
+    for v, rgb in zip(variants, AUTHORS_BLUE_COLORS):
+        assert v.intervention == "over_prompting"
+        assert v.prompt[color].tolist() == pytest.approx(list(rgb))
+        assert torch.equal(v.prompt[size], target[size])
+    # the blue class mean (Δc 0.4: 0.3, 0.3, 0.7) lies on the authors' path (1 − b, 1 − b, b): green moves too,
+    # unlike our contrast direction
+    assert target[color].tolist() == pytest.approx([0.3, 0.3, 0.7])
+    ours = OverPrompting(("color",), (1.0,)).variants("11", ctx)[0]
+    assert ours.prompt[color][1] == pytest.approx(0.3) and variants[-1].prompt[color][1] == pytest.approx(0.05)
+
+
+def test_over_prompting_colors_bad_input_is_one_clear_error(dgp, model):
+    ctx = _context(dgp, model)
+    with pytest.raises(InterventionError, match="concepts must be \\[color\\]"):
+        OverPrompting(("size",), colors=((0.1, 0.1, 0.9),))
+    with pytest.raises(InterventionError, match="each color is 3 numbers"):
+        OverPrompting(("color",), colors=((0.1, 0.9),))
+    with pytest.raises(InterventionError, match="colors is empty"):
+        OverPrompting(("color",), colors=())
+    blind = InterventionContext(**{**ctx.__dict__, "prompt_slices": None})
+    with pytest.raises(InterventionError, match="no prompt_slices"):
+        OverPrompting(("color",), colors=((0.1, 0.1, 0.9),)).variants("11", blind)
+
+
+def test_over_prompting_colors_config_keeps_old_run_ids_and_builds_the_authors_grid():
+    from conceptlab.interventions.config import InterventionsConfig, OverPromptingConfig, build_interventions
+
+    assert "colors" not in OverPromptingConfig().model_dump()  # at its default: configs saved before keep their ids
+    cfg = InterventionsConfig(over_prompting={"colors": [list(c) for c in AUTHORS_BLUE_COLORS]}, linear=None,
+                              patching=None)
+    (naive, over) = build_interventions(cfg)
+    assert over.colors == AUTHORS_BLUE_COLORS
+    with pytest.raises(ValueError, match="each color is 3 numbers"):
+        OverPromptingConfig(colors=[[0.1, 0.9]])
 
 
 def test_embedding_shift_moves_its_own_rows_by_alpha_times_the_embedding_change(dgp, model):
@@ -297,3 +344,12 @@ def test_plain_variants_sample_the_conditional_model_under_either_guidance_conve
     assert torch.equal(plain_hs, plain_d)  # the convention does not change plain conditional sampling
     assert torch.equal(cfg_d[N:], plain_d)  # diffusers w = 1: the plain conditional model
     assert not torch.allclose(cfg_d[:N], plain_d)  # diffusers w = 0: the unconditional model
+
+
+@pytest.mark.parametrize("preset", ["hidden-emergence-paper-tiny", "hidden-underspecified-paper-tiny",
+                                    "hidden-guidance-paper-tiny", "hidden-emergence-paper"])
+def test_the_paper_setup_presets_over_prompt_with_the_authors_colors(preset):
+    from conceptlab.experiments.loading import load_config
+
+    over = load_config(preset).eval.interventions.over_prompting
+    assert [tuple(c) for c in over.colors] == list(AUTHORS_BLUE_COLORS)
