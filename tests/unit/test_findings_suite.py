@@ -227,6 +227,25 @@ def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incompl
     assert toy["criteria"][0]["passed"] == 3 and toy["verdict"] == "reproduced"
 
 
+def test_a_path_the_summary_lacks_is_not_measured_never_censored(tmp_path):
+    # "size learned after step 100", censored high: a null there (never learned) passes; a run whose summary has no
+    # such key at all (a typo, or a run made without the measure) is "not measured" and fails
+    data = _suite()
+    data["findings"][0]["criteria"] = [{
+        "name": "size-late", "statement": "size is learned after step 100",
+        "value": {"runs": "a", "path": "learning_time.held_out/size", "censored": "high"},
+        "threshold": 100, "direction": "greater", "margin": 1}]
+    data["findings"][0].update(control="none", reason="a threshold, not a control")
+    data["runs"].pop("b")
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    no_key = {"final_accuracy": {"11/color": 0.9}, "learning_time": {"held_out/color": 200}}
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, None), 101: no_key, 102: {"final_accuracy": {"11/color": 0.9}}}})
+    (late,) = evaluate_suite(p)["findings"][0]["criteria"]
+    assert [s["passed"] for s in late["seeds"]] == [True, False, False]
+    assert [s["note"] for s in late["seeds"][1:]] == ["not measured", "not measured"]
+    assert late["seeds"][1]["value"] is None and late["verdict"] == "mixed"
+
+
 def test_evaluate_only_counts_finished_and_unfinished_runs_and_runs_nothing(tmp_path):
     from conceptlab.experiments.findings import finished_counts
 

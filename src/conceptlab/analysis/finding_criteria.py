@@ -49,7 +49,7 @@ CENSORING = ("none", "high", "low")
 INCOMPLETE = "incomplete"
 FINDING_VERDICTS = (*VERDICTS, INCOMPLETE)
 ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
-__all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "SeedResult", "uncensor",
+__all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED", "SeedResult", "uncensor",
            "compare", "trend", "evaluate", "verdict_with_missing", "finding_verdict", "spread"]
 
 
@@ -63,10 +63,24 @@ class SeedResult:
     note: str = ""                 # why a seed failed without a difference: "no run", "not measured", "both censored"
 
 
+class _NotMeasured:
+    """The value of a run that does not hold the measure at all (its summary lacks the path): not measured, never
+    censored — unlike a value the run wrote as null (the event did not happen by the last checkpoint)."""
+
+    def __repr__(self) -> str:
+        return "NOT_MEASURED"
+
+
+NOT_MEASURED = _NotMeasured()
+
+
 def uncensor(x, censored: str = "none") -> float | None:
-    """A number, ±inf for a missing value under `censored` high / low, or None (missing and not censored)."""
+    """A number, ±inf for a missing value under `censored` high / low, or None (missing and not censored, or
+    `NOT_MEASURED`: the run does not hold the measure, whatever the censoring)."""
     if censored not in CENSORING:
         raise ValueError(f"censored must be one of {CENSORING}, got {censored!r}")
+    if x is NOT_MEASURED:
+        return None
     if x is None or isinstance(x, bool) or (isinstance(x, float) and math.isnan(x)):
         return math.inf if censored == "high" else -math.inf if censored == "low" else None
     return float(x)
@@ -151,7 +165,8 @@ def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | floa
             continue
         if direction == "holds":
             raw = values[seed]
-            rows.append(compare(seed, None if raw is None or (isinstance(raw, float) and math.isnan(raw)) else raw,
+            missing = raw is None or raw is NOT_MEASURED or (isinstance(raw, float) and math.isnan(raw))
+            rows.append(compare(seed, None if missing else raw,
                                 None, direction, margin))
             continue
         v = uncensor(values[seed], censored)

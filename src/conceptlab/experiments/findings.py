@@ -918,7 +918,16 @@ def step_before(rows: pd.DataFrame, column: str, reaches: float):
 
 
 def _one_value(rec: RunRecord, sel: Selector):
-    return summary_value(rec.summary, sel.path.split(".")) if sel.path is not None else _table_value(rec, sel)
+    """The run's value; `NOT_MEASURED` when its summary lacks the path (a typo, or a run made without the measure:
+    not measured, never read as "did not happen", which a null there means)."""
+    if sel.path is None:
+        return _table_value(rec, sel)
+    node = rec.summary
+    for key in sel.path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return finding_criteria.NOT_MEASURED
+        node = node[key]
+    return summary_value(rec.summary, sel.path.split("."))
 
 
 def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple[dict[int, Any], dict[int, list[str]]]:
