@@ -28,9 +28,47 @@ def test_images_to_reach_reads_the_crossing_across_the_dataset_sizes_per_seed_an
     # 0.5 at 40 images, 0.7 at 160: 0.6 halfway in log size, at 80 images
     assert bumps[100] == pytest.approx(80.0)
     assert bumps[101] is None  # never reached: a criterion reads it as censored
-    assert images_to_reach(runs, "bumps+stripes", 24)[100] == pytest.approx(10.0)  # already at the smallest size
+    assert images_to_reach(runs, "bumps+stripes", 24)[100] == -math.inf  # already at the smallest size: ≤ 10
     assert images_to_reach(runs, "bumps+stripes", 24)[101] is None  # seed 101 has no stripes runs
     assert images_to_reach(runs, "bumps", 16) == {100: None, 101: None}  # no run at that size
+
+
+def test_images_to_reach_is_not_measured_when_a_finished_run_lacks_its_table(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    runs = [_run(tmp_path, 100, "bump", 24, k, a) for k, a in ((10, 0.2), (40, 0.5), (160, 0.7))]
+    (runs[1].folder / "composition.parquet").unlink()  # the 40-image run: without it the crossing would move
+    assert images_to_reach(runs, "bumps", 24)[100] is NOT_MEASURED
+
+
+def test_matched_naive_score_is_the_best_of_as_many_naive_streams_as_the_intervention_has_variants(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import matched_naive_score
+
+    rows = []
+    for step, naive, cfg in ((100, (0.1, 0.3, 0.9), (0.2, 0.1)), (200, (0.4, 0.6, 0.95), (0.7, 0.9))):
+        for stream, score in enumerate(naive):  # stream 2 belongs to a 3-variant intervention's baseline only
+            rows.append({"step": step, "target": "11", "intervention": "naive" if stream == 0 else "naive_repeats",
+                         "variant": "prompt" if stream == 0 else f"stream {stream}", "stream": stream,
+                         "score": score})
+        for j, score in enumerate(cfg):
+            rows.append({"step": step, "target": "11", "intervention": "cfg", "variant": f"w{j}", "stream": j,
+                         "score": score})
+        rows.append({"step": step, "target": "11", "intervention": "over_prompting", "variant": "a", "stream": 0,
+                     "score": 0.2 if step == 100 else 0.8})
+    folder = tmp_path / "run"
+    folder.mkdir()
+    pd.DataFrame(rows).to_parquet(folder / "interventions.parquet")
+    runs = [RunRecord("run", 100, {}, {}, folder)]
+    assert matched_naive_score(runs, "cfg", step="last") == {100: 0.6}  # best of streams 0, 1: not stream 2's 0.95
+    assert matched_naive_score(runs, "cfg", step="first") == {100: 0.3}
+    # the last checkpoint before over-prompting first scores 0.5: step 100
+    assert matched_naive_score(runs, "cfg", before={"intervention": "over_prompting", "reaches": 0.5}) == {100: 0.3}
+    assert matched_naive_score(runs, "cfg", before={"intervention": "over_prompting", "reaches": 0.1}) == {
+        100: NOT_MEASURED}  # it scores 0.1 already at the first checkpoint: no checkpoint before
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert matched_naive_score([RunRecord("e", 101, {}, {}, empty)], "cfg") == {101: NOT_MEASURED}
 
 
 def test_percolation_scaling_gives_a_critical_size_per_n_and_an_exponent_near_2_where_lambda_c_converged():

@@ -4,7 +4,12 @@
   its power-law exponent over N (`analysis.percolation`; no training).
 - `images_to_reach(runs, family, n, target)` (a `compute` value): per seed, the training images a bump-world family
   needs to reach `target` generation accuracy at canvas size N, read across a data-efficiency sweep's λ axis
-  (`analysis.data_efficiency.size_to_reach`); NaN (never) when it does not reach it.
+  (`analysis.data_efficiency.size_to_reach`); None (never) when it does not reach it, −inf when it reaches it
+  already at the smallest size.
+
+- `matched_naive_score(runs, intervention, target, step, ...)` (a `compute` value): per seed, the bias-matched naive
+  baseline of one intervention at one checkpoint — the best score of as many naive batches (naive prompting on
+  noise streams 0..k−1) as the intervention has variants there (k), as `analysis.emergence_stats` matches them.
 
 A compute function takes the run set's finished runs (`experiments.findings.RunRecord`: seed, flattened config,
 summary, folder) and returns {seed: value}.
@@ -48,23 +53,34 @@ def percolation_scaling(seed: int, sizes: Sequence[int] = (32, 64), threshold: f
     }
 
 
-def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dict[int, float | None]:
+def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dict[int, Any]:
     """Per seed: training images the family needs to reach `target` final joint accuracy (trained + unseen 2D
-    labels) at canvas size `n` (None when never reached, so a criterion reads it as censored)."""
+    labels) at canvas size `n`: None when never reached (a criterion reads it as censored high), −inf when reached
+    already at the smallest size (the size is at most that: censored low, whatever the criterion's censoring),
+    `NOT_MEASURED` when a finished run of the seed lacks its composition table (the crossing would be read from
+    fewer sizes than were run)."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
     by_seed: dict[int, list] = {}
     for r in runs:
         by_seed.setdefault(r.seed, []).append(r)
-    out: dict[int, float | None] = {}
+    out: dict[int, Any] = {}
     for seed, mine in by_seed.items():
         rows, comp = [], []
         for r in mine:
-            if r.folder is None or not RunFolder(r.folder).table("composition").is_file():
+            if r.config.get("data.image_size") is not None and int(r.config["data.image_size"]) != int(n):
                 continue
+            if r.folder is None or not RunFolder(r.folder).table("composition").is_file():
+                rows = None
+                break
             rows.append({"run_id": r.run_id, "data.image": r.config.get("data.image"),
                          "data.image_size": r.config.get("data.image_size"),
                          "data.fraction_scope": r.config.get("data.fraction_scope") or "all",
                          "training_images": r.summary.get("training_images")})
             comp.append(read_parquet(RunFolder(r.folder).table("composition")).assign(run_id=r.run_id))
+        if rows is None:
+            out[seed] = NOT_MEASURED
+            continue
         if not rows:
             out[seed] = None
             continue
@@ -75,6 +91,47 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
             continue
         sizes = size_to_reach(at_n, target)
         hit = sizes[sizes["family"] == family]
+        if not hit.empty and bool(hit["censored"].iloc[0]):
+            out[seed] = -math.inf
+            continue
         value = None if hit.empty else hit["size_to_reach"].iloc[0]
         out[seed] = None if value is None or not math.isfinite(float(value)) else float(value)
+    return out
+
+
+def matched_naive_score(runs: list, intervention: str, target: str = "11", step: Any = "last",
+                        before: dict[str, Any] | None = None) -> dict[int, Any]:
+    """Per seed: the best naive score over noise streams 0..k−1 at one checkpoint, k the number of variants
+    `intervention` has there (its bias-matched naive baseline: each of its variants is paired with a naive batch on
+    the same noise stream). The checkpoint is `step` ("last", "first" or a step) or, with `before` = {intervention,
+    reaches}, the last checkpoint before that intervention's best variant first scores `reaches` (none when it
+    does at the first checkpoint: not measured). Not measured too when the run lacks the interventions table or
+    the naive batches of some stream (a run evaluated without `matched_naive`)."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.findings import step_before
+
+    out: dict[int, Any] = {}
+    for r in runs:
+        path = None if r.folder is None else RunFolder(r.folder).table("interventions")
+        if path is None or not path.is_file():
+            out[r.seed] = NOT_MEASURED
+            continue
+        table = read_parquet(path)
+        table = table[table["target"].astype(str) == str(target)]
+        if before is not None:
+            rule = table[table["intervention"] == before["intervention"]]
+            at = step_before(rule, "score", float(before["reaches"]))
+        else:
+            steps = sorted(table["step"].unique())
+            at = (steps[0] if step == "first" else steps[-1] if step == "last" else step) if steps else None
+        if at is None:
+            out[r.seed] = NOT_MEASURED
+            continue
+        here = table[table["step"] == at]
+        k = here.loc[here["intervention"] == intervention, "variant"].nunique()
+        naive = here[here["intervention"].isin(["naive", "naive_repeats"]) & (here["stream"] < k)]
+        if k == 0 or naive["stream"].nunique() < k:
+            out[r.seed] = NOT_MEASURED
+            continue
+        out[r.seed] = float(naive["score"].max())
     return out
