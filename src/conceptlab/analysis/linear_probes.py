@@ -56,10 +56,23 @@ def pooled_features(activation: Tensor, pool: int | None = None) -> Tensor:
     return activation.reshape(activation.shape[0], -1).float()
 
 
-def train_test_split(n: int, test_fraction: float, seed: int) -> tuple[Tensor, Tensor]:
-    """Disjoint random (train, test) row indices of n rows."""
+def train_test_split(n: int, test_fraction: float, seed: int, groups: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Disjoint random (train, test) row indices of n rows. With `groups` [n] (e.g. each row's combination of
+    attribute values), whole groups go to one side: a test row's group is never seen in training, so a probe
+    cannot score by recognising a training row again (in a world of 100 combinations repeated, any labelling of the
+    100 templates is linearly separable in 256 dimensions)."""
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
+    if groups is not None:
+        if groups.shape != (n,):
+            raise ValueError(f"groups must be [{n}], got {tuple(groups.shape)}")
+        ids = torch.unique(groups)
+        order = ids[torch.randperm(len(ids), generator=torch.Generator().manual_seed(seed))]
+        n_test = round(len(ids) * test_fraction)
+        if n_test < 1 or n_test >= len(ids):
+            raise ValueError(f"cannot split {len(ids)} groups with test_fraction {test_fraction}")
+        is_test = torch.isin(groups, order[:n_test])
+        return torch.nonzero(~is_test).flatten(), torch.nonzero(is_test).flatten()
     order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     n_test = round(n * test_fraction)
     if n_test < 1 or n_test >= n:
@@ -124,8 +137,10 @@ def linear_probe_curves(
     l2: float = 1e-3,
     seed: int = 0,
     sigma: Tensor | None = None,
+    groups: Tensor | None = None,
 ) -> dict[str, LinearProbeCurve]:
-    """Probe curves per attribute from activations [T, N, ...] at τ = taus[T] and labels {attribute: [N]}."""
+    """Probe curves per attribute from activations [T, N, ...] at τ = taus[T] and labels {attribute: [N]}; with
+    `groups` [N] the held-out rows are whole groups never seen in training (`train_test_split`)."""
     tau_list = check_taus(taus)
     if activations.shape[0] != len(tau_list):
         raise ValueError(f"activations have {activations.shape[0]} time rows, taus {len(tau_list)}")
@@ -133,7 +148,7 @@ def linear_probe_curves(
     if missing:
         raise ValueError(f"labels and num_classes must name the same attributes, differ in {sorted(missing)}")
     n = activations.shape[1]
-    train, test = train_test_split(n, test_fraction, seed)
+    train, test = train_test_split(n, test_fraction, seed, groups)
     features = [pooled_features(activations[i], pool) for i in range(len(tau_list))]
     curves = {}
     for name, y in labels.items():

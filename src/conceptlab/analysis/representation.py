@@ -180,7 +180,7 @@ def effective_dimension_over_training(
     return pd.DataFrame(rows)
 
 
-CONTROLS = ("untrained", "pixels", "encoding", "encoding_map")  # what a trained representation is compared with
+CONTROLS = ("untrained", "random_init", "pixels", "encoding", "encoding_map")  # what a trained representation is compared with
 
 
 def input_cloud(process: DiffusionProcess, images: Tensor, t: float, seed: int = 0) -> Tensor:

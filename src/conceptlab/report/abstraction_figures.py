@@ -26,6 +26,7 @@ PANELS = {
 
 
 CONTROL_STYLE = {"untrained": dict(ls=(0, (5, 2, 1, 2)), marker="s", mfc="none"),
+                 "random_init": dict(ls=(0, (3, 1)), marker="^", mfc="none"),
                  "pixels": dict(ls=(0, (1, 1.5)), marker="x")}
 
 

@@ -81,11 +81,12 @@ from conceptlab.studies.base import (
     Summary,
     due_checkpoints,
     once_each,
+    random_init_model,
     untrained_model,
 )
 
 DIRECTORY = "abstractions"  # per checkpoint: abstractions/step_XXXXXXX/<piece>.parquet (conditional: .json)
-CONTROL_PREFIX = {"untrained": "untrained__", "pixels": "pixels__"}  # control pieces, final checkpoint only
+CONTROL_PREFIX = {"untrained": "untrained__", "random_init": "random_init__", "pixels": "pixels__"}  # final step only
 MEASURES = ("mutual_information", "mutual_information_bound", "forking_entropy", "linear_probe")  # primary, figure order
 PIECES = ("conditional", *MEASURES)
 COLUMNS = ["run", "step", "measure", "attribute", "tau", "sigma", "logsnr", "value", "stderr", "reference",
@@ -124,10 +125,12 @@ class AbstractionsConfig(StrictConfig):
     probe_l2: float = Field(1e-3, ge=0.0, description="linear probes: L2 penalty of the logistic regression")
     batch_size: int = Field(512, ge=1, description="images per forward pass of the measurements")
     every: int | None = Field(None, ge=1, description="also every k-th checkpoint (None: the final checkpoint only)")
-    controls: list[Literal["untrained", "pixels"]] = Field(
+    controls: list[Literal["untrained", "random_init", "pixels"]] = Field(
         default_factory=lambda: ["untrained", "pixels"],
-        description="at the final checkpoint, the same measures on controls: the network at initialisation (all "
-        "four measures) and the noised images themselves (linear probes)",
+        description="at the final checkpoint, the same measures on controls: the network exactly as training starts "
+        "(untrained: its zero-initialised layers make the denoiser ignore the prompt, so its MI and forking curves "
+        "are trivially flat), the same architecture with random weights in every layer (random_init; all four "
+        "measures) and the noised images themselves (pixels; linear probes)",
     )
     departure_margin: float = Field(
         0.1, gt=0.0, lt=1.0, description="a trained curve departs from a control where, at some τ, they differ by "
@@ -375,7 +378,7 @@ def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = Fals
     labels = {name: classes[idx, j] for j, name in enumerate(dgp.attributes)}
     sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
     curves = linear_probe_curves(acts, a.taus, labels, sizes, test_fraction=a.probe_test_fraction, l2=a.probe_l2,
-                                 seed=a.seed + 33)
+                                 seed=a.seed + 33, groups=idx)  # held-out combinations never seen in training
     return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, None, process, c.chance, "chance")
                       for name, c in curves.items()], ignore_index=True)
 
@@ -475,8 +478,11 @@ def mi_at_data(curves: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def _order_spearman(size: dict[str, float], times: pd.Series) -> float | None:
-    """Spearman(−size, commitment τ) over the attributes with a time: +1 = the larger, the earlier."""
-    both = times.dropna()
+    """Spearman(−size, commitment τ) over the attributes: +1 = the larger, the earlier; None when an attribute has
+    no commitment time (an order of the others would say nothing about it) or either side is constant."""
+    if times.isna().any():
+        return None
+    both = times
     sizes = pd.Series(size)[both.index]
     if len(both) < 2 or sizes.nunique() < 2 or both.nunique() < 2:
         return None
@@ -569,6 +575,14 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
         "signal_order_spearman": signal_rho,
     }
     if controls:
+        for source, block in controls.items():  # each control's own commitment order against the signal order
+            if source in ("trained", "trained_departs_from_every_control"):
+                continue
+            taus = block["commitment_tau"]
+            block["signal_order_spearman"] = {
+                m: _order_spearman(signal, pd.Series({att: (math.nan if t is None else t) for att, t in taus[m].items()},
+                                                     dtype=float))
+                for m in MEASURES if m in taus}
         fields["controls"] = controls
         departs = controls["trained_departs_from_every_control"]
         fields["commitment_order_claimed"] = {  # the order among attributes whose curve departs from every control
@@ -582,7 +596,8 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
-    version = 3  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels)
+    version = 4  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
+    # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03)
     summary_sections = frozenset({
         "agreement", "attributes", "classifier_accuracy", "classifier_source", "classifier_trained_on",
         "commitment_order", "commitment_order_claimed", "commitment_sigma", "commitment_tau", "commitment_tau_mi_final",
@@ -655,15 +670,16 @@ class AbstractionsStudy(StudyBase):
                                use_ema=a.use_ema, directory=DIRECTORY, piece=piece,
                                suffix=".json" if piece == "conditional" else ".parquet")
 
-        untrained: list = []
+        networks: dict = {}
 
-        def initial_model():
-            if not untrained:
-                untrained.append(untrained_model(cfg, dgp, model))
-            return untrained[0]
+        def control_network(source: str):
+            if source not in networks:
+                build = untrained_model if source == "untrained" else random_init_model
+                networks[source] = build(cfg, dgp, model)
+            return networks[source]
 
-        controls = {f"{CONTROL_PREFIX['untrained']}{m}": (lambda m=m: control_pieces(m)(initial_model()))
-                    for m in MEASURES if "untrained" in a.controls}
+        controls = {f"{CONTROL_PREFIX[source]}{m}": (lambda m=m, source=source: control_pieces(m)(control_network(source)))
+                    for source in ("untrained", "random_init") if source in a.controls for m in MEASURES}
         if "pixels" in a.controls:
             controls[f"{CONTROL_PREFIX['pixels']}linear_probe"] = lambda: linear_probe_table(a, dgp, model, True)
 

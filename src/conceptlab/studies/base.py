@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import pandas as pd
 import torch
+from torch import nn
 from rich.console import Console
 from torch import Tensor
 
@@ -234,14 +235,34 @@ def once_each(controls: list[str]) -> list[str]:
     return controls
 
 
-def untrained_model(cfg, dgp, like):
+def untrained_model(cfg, dgp, like, redraw_zeros: bool = False):
     """The network at initialisation — a control of every representation analysis: the run's architecture built
     under its training seed, exactly as training started (the global random state is left as it was); on `like`'s
-    device, in eval mode."""
+    device, in eval mode.
+
+    With `redraw_zeros` (the `random_init` control), every convolution and linear layer that training starts at
+    zero — the last convolution of each residual branch and the output convolution — is drawn like the others
+    (PyTorch's default initialisation), under the same seed. Exactly as training starts, those zeros make each
+    residual block the identity on its skip path and the output 0 whatever the input: the label never reaches a
+    block's output and the denoiser is the same for every prompt, so measures of the label's effect (mutual
+    information, forking, the label's share of a representation) are trivially 0. The random network has no such
+    blind spot."""
     from conceptlab.models.diffusion_model import build_model
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.train.train_seed)
         model = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, dgp.image_size, dgp.channels,
                             dgp.attribute_sizes, dgp.null_label)
+        if redraw_zeros:
+            for module in model.modules():
+                weight = getattr(module, "weight", None)
+                if (isinstance(module, (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)) and weight is not None
+                        and not bool(weight.detach().any())):
+                    module.reset_parameters()
     return model.to(next(like.parameters()).device).eval()
+
+
+def random_init_model(cfg, dgp, like):
+    """The `random_init` control: the run's architecture with random weights in every layer (`untrained_model`
+    with its zero-initialised layers redrawn)."""
+    return untrained_model(cfg, dgp, like, redraw_zeros=True)

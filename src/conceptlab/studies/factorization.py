@@ -18,7 +18,9 @@ measurements. Per checkpoint (every k-th and the last; resumable through the run
   checkpoint's cloud is kept (`geometry/step_*.safetensors`: points, labels).
 
 At the final checkpoint, **controls** (`geometry_controls/`, table `geometry_controls.parquet`, summary `controls`):
-the trained representation and each of `geometry.controls` — the network at initialisation (`untrained`), its
+the trained representation and each of `geometry.controls` — the network at initialisation (`untrained`; its
+zero-initialised layers keep the label out of every residual block's output), the same architecture with random
+weights in every layer (`random_init`), its
 input at t (`pixels`: the noised ground-truth images), the label encoding (`encoding`) and a random untrained layer
 on it (`encoding_map`, drawn per run from `geometry.seed` and the run's train_seed) — through the same analyses
 (effective dimension, factorization measure, chord tests, Betti numbers, `torus` = 1 where they are (1, 2, 1), and
@@ -72,6 +74,7 @@ from conceptlab.studies.base import (
     Summary,
     read_step_tables,
     once_each,
+    random_init_model,
     untrained_model,
 )
 from conceptlab.train.precision import autocast, resolve_bf16
@@ -129,10 +132,12 @@ class GeometryConfig(StrictConfig):
         "gap", description="threshold: every bar above the cut counts; gap: only those above the largest gap in "
         "lengths; hybrid: gap for H0, threshold for H1 and H2 (see analysis.geometry.persistent_homology)"
     )
-    controls: list[Literal["untrained", "pixels", "encoding", "encoding_map"]] = Field(
+    controls: list[Literal["untrained", "random_init", "pixels", "encoding", "encoding_map"]] = Field(
         default_factory=lambda: ["untrained", "pixels", "encoding", "encoding_map"],
         description="representations the final checkpoint's is compared with, by the same analyses: the network at "
-        "initialisation, its input at t (noised ground-truth images), the label encoding, a random layer on it",
+        "initialisation (untrained: its zero-initialised layers keep the label out of the blocks' outputs), the same "
+        "architecture with random weights in every layer (random_init), its input at t (noised ground-truth "
+        "images), the label encoding, a random layer on it",
     )
     encoding_map_width: int = Field(256, ge=2, description="units of the encoding_map control's random layer (drawn "
                                     "from `seed` and the run's train_seed, so each run has its own)")
@@ -587,6 +592,8 @@ class FactorizationStudy(StudyBase):
             clouds = {"trained": representation_cloud(cfg, dgp, model, grid).points}
             if "untrained" in geo.controls:
                 clouds["untrained"] = representation_cloud(cfg, dgp, untrained_model(cfg, dgp, model), grid).points
+            if "random_init" in geo.controls:
+                clouds["random_init"] = representation_cloud(cfg, dgp, random_init_model(cfg, dgp, model), grid).points
             if "pixels" in geo.controls:
                 images = dgp.render(grid) if geo.input == "data" else torch.zeros(len(grid), *model.image_shape)
                 clouds["pixels"] = input_cloud(model.process, images, geo.t, geo.seed)

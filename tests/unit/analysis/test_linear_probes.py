@@ -71,3 +71,25 @@ def test_bad_input_is_rejected():
         linear_probe_curves(acts, [0.0, 1.0], {"a": y}, {"a": 2}, test_fraction=1.0)
     with pytest.raises(ValueError, match="labels must lie"):
         linear_probe_curves(acts, [0.0, 1.0], {"a": y + 5}, {"a": 2})
+
+
+def test_a_group_split_holds_out_whole_groups_and_a_probe_cannot_score_by_recognising_templates():
+    from conceptlab.analysis.linear_probes import train_test_split
+
+    groups = torch.arange(20).repeat(8)  # 20 templates, each repeated 8 times
+    train, test = train_test_split(160, 0.3, seed=0, groups=groups)
+    assert len(train) + len(test) == 160 and not set(groups[train].tolist()) & set(groups[test].tolist())
+    assert len(set(groups[test].tolist())) == 6
+    # labels that are a random function of the template: nothing to generalise, only templates to recognise
+    g = torch.Generator().manual_seed(0)
+    templates, labels_of = torch.randn(20, 64, generator=g), torch.randint(0, 2, (20,), generator=g)
+    acts = (templates[groups] + 0.01 * torch.randn(160, 64, generator=g))[None]
+    row_split = linear_probe_curves(acts, [1.0], {"a": labels_of[groups]}, {"a": 2}, test_fraction=0.3, seed=0)
+    group_split = linear_probe_curves(acts, [1.0], {"a": labels_of[groups]}, {"a": 2}, test_fraction=0.3, seed=0,
+                                      groups=groups)
+    assert row_split["a"].accuracy[0] == 1.0  # every test row's template was in training: memorised
+    assert group_split["a"].accuracy[0] < 0.9  # unseen templates: about chance
+    with pytest.raises(ValueError, match="groups must be"):
+        train_test_split(160, 0.3, seed=0, groups=groups[:10])
+    with pytest.raises(ValueError, match="cannot split 2 groups"):
+        train_test_split(4, 0.1, seed=0, groups=torch.tensor([0, 0, 1, 1]))
