@@ -172,7 +172,9 @@ def percolation_curve(
     rows = []
     for i, n in enumerate(sizes):
         for j, lam in enumerate(fractions):
-            s = mass_ratio_samples(n, spacing, sigma, lam, threshold, trials, periodic, mode, seed + 1000 * i + j)
+            # an independent stream per (seed, N, λ): seed + 1000 i + j made seed s at λ index j + 1 replay seed s + 1
+            stream = int(np.random.SeedSequence([seed, i, j]).generate_state(1)[0])
+            s = mass_ratio_samples(n, spacing, sigma, lam, threshold, trials, periodic, mode, stream)
             m = len(lattice_nodes(n, spacing))
             rows.append({"N": n, "fraction": lam, "nodes": m, "dataset_size": lam * m,
                          "mass_ratio": s["mass_ratio"].mean(), "mass_ratio_std": s["mass_ratio"].std(ddof=0),

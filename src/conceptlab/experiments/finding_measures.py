@@ -53,6 +53,9 @@ def percolation_scaling(seed: int, sizes: Sequence[int] = (32, 64), threshold: f
     }
 
 
+percolation_scaling.version = 2  # 2: an independent random stream per (seed, N, λ) (2026-12-03)
+
+
 def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dict[int, Any]:
     """Per seed: training images the family needs to reach `target` final joint accuracy (trained + unseen 2D
     labels) at canvas size `n`: None when never reached (a criterion reads it as censored high), −inf when reached

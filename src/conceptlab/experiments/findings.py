@@ -655,8 +655,11 @@ def _analytic_path(s: PlannedSet, seed: int) -> Path:
 
 
 def _analytic_key(s: PlannedSet, seed: int) -> dict[str, Any]:
-    """What an analytic result is a result of: the function, its arguments, the seed and the package version."""
-    return {"function": s.spec.analytic, "args": s.spec.args, "seed": seed, "conceptlab": package_version()}
+    """What an analytic result is a result of: the function, its version (`fn.version`, bumped when a change alters
+    its numbers), its arguments, the seed and the package version."""
+    fn = resolve(s.spec.analytic, "analytic function")
+    return {"function": s.spec.analytic, "version": int(getattr(fn, "version", 1)), "args": s.spec.args, "seed": seed,
+            "conceptlab": package_version()}
 
 
 def _run_analytic(s: PlannedSet, seeds: Collection[int] | None = None) -> None:

@@ -118,6 +118,8 @@ def test_signal_orders_wall_hue_object_hue_shape_where_the_footprint_does_not():
     times = pd.Series({"wall_hue": 0.2, "object_hue": 0.3, "shape": 0.4})
     assert stage._order_spearman(signal, times) == 1.0 and stage._order_spearman(footprint, times) == 0.5
     assert stage._order_spearman(signal, pd.Series({"wall_hue": 0.2, "object_hue": float("nan"), "shape": 0.2})) is None
+    # an attribute that never commits: the order of the other two says nothing about it (was ρ = 1 before)
+    assert stage._order_spearman(signal, pd.Series({"wall_hue": 0.2, "object_hue": 0.3, "shape": float("nan")})) is None
     rows = stage.probe_rows(30, 12, seed=0)
     assert len(rows) == 30 and torch.bincount(rows, minlength=12).min() >= 2
     assert len(set(stage.probe_rows(5, 12, seed=0).tolist())) == 5
