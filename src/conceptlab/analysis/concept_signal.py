@@ -7,7 +7,8 @@ per run: one column per config key, spelled as in the config — `data.color_sep
 
 - `learning_time_table`: one row per run × concept — the swept value, the seeds, the
   concept's signal and its learning time on one split.
-- `learning_time_by_axis`: per swept value × concept, the mean ± standard deviation
+- `learning_time_by_axis`: per swept value × concept, the median over every run (unlearned ones counted as later)
+  and the mean ± standard deviation
   (and min / max) of the learning time over the runs that learned it (seeds), how many
   did, and the mean concept signal (Park et al. 2024, Fig. 3-style).
 - `signal_rank_agreement`: in how many runs the concept with the larger signal was
@@ -49,19 +50,27 @@ def learning_time_table(runs: pd.DataFrame, learning_times: pd.DataFrame, axis: 
 
 
 def learning_time_by_axis(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (axis_value, concept): n_runs, n_learned, learning_time mean/std/min/max over learned runs, mean signal."""
+    """Per (axis_value, concept): n_runs, n_learned, learning_time mean/std/min/max over the learned runs (std NaN
+    with one), and learning_time_median over every run with the unlearned ones later than any time (a mean over
+    the learned runs alone comes out early where few learn); NaN with `median_censored` True when half or more never
+    learned (the median is then only "later than the last checkpoint"). Mean signal beside them."""
     rows = []
     for (value, concept), group in table.groupby(["axis_value", "concept"], sort=True):
         learned = group["learning_time"].dropna().to_numpy(dtype=float)
+        every = np.sort(np.where(group["learning_time"].isna(), np.inf, group["learning_time"].to_numpy(dtype=float)))
+        n = len(every)
+        median = float(np.inf if n == 0 else (every[(n - 1) // 2] + every[n // 2]) / 2)
         rows.append({
             "axis_value": float(value),
             "concept": concept,
             "n_runs": len(group),
             "n_learned": len(learned),
             "learning_time_mean": float(learned.mean()) if len(learned) else np.nan,
-            "learning_time_std": float(learned.std(ddof=1)) if len(learned) > 1 else 0.0 if len(learned) else np.nan,
+            "learning_time_std": float(learned.std(ddof=1)) if len(learned) > 1 else np.nan,
             "learning_time_min": float(learned.min()) if len(learned) else np.nan,
             "learning_time_max": float(learned.max()) if len(learned) else np.nan,
+            "learning_time_median": median if np.isfinite(median) else np.nan,
+            "median_censored": not np.isfinite(median),
             "concept_signal_mean": float(group["concept_signal"].mean()),
             "concept_signal_std": float(group["concept_signal"].std(ddof=1)) if len(group) > 1 else 0.0,
         })

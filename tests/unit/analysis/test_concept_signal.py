@@ -37,11 +37,24 @@ def test_mean_and_spread_over_seeds_per_color_separation():
     assert summary.loc[(0.8, "color"), "learning_time_mean"] == 120
     assert summary.loc[(0.2, "color"), "n_learned"] == 0 and math.isnan(summary.loc[(0.2, "color"), "learning_time_mean"])
     assert summary.loc[(0.8, "color"), "concept_signal_mean"] == pytest.approx(16.0)
+    assert summary.loc[(0.5, "color"), "learning_time_median"] == 320
+    assert summary.loc[(0.2, "color"), "median_censored"] and math.isnan(summary.loc[(0.2, "color"), "learning_time_median"])
     # Larger signal first: agrees at Δc 0.8 (color 16 > 6, learned first) and 0.2 (size 6 > 4, color never
     # learned); disagrees at 0.5 (color 10 > 6 but learned after size): 4 of 6 runs agree.
     assert signal_rank_agreement(long) == (4, 6)
     fig = plot_learning_time_vs_signal(long, learning_time_by_axis(long))
     assert isinstance(fig, Figure) and len(fig.axes) == 2
+
+
+def test_the_median_counts_runs_that_never_learned_and_one_learned_run_has_no_spread():
+    long = pd.DataFrame({"axis_value": [0.3] * 3, "concept": ["color"] * 3, "learning_time": [100.0, None, None],
+                         "concept_signal": [1.0, 1.0, 1.0]}).astype({"learning_time": float})
+    row = learning_time_by_axis(long).iloc[0]
+    assert row["learning_time_mean"] == 100 and math.isnan(row["learning_time_std"])  # the learned run alone
+    assert row["median_censored"] and math.isnan(row["learning_time_median"])  # 2 of 3 never learned
+    long.loc[1, "learning_time"] = 500.0
+    row = learning_time_by_axis(long).iloc[0]
+    assert row["learning_time_median"] == 500 and not row["median_censored"]
 
 
 def test_missing_axis_or_split_is_a_clear_error():
