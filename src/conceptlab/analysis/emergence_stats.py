@@ -167,8 +167,10 @@ def null_false_positive_rates(
     """False-positive rates of "capability before behavior" when every intervention is naive prompting.
 
     `pools[run]` holds, per checkpoint (in `steps` order), that run's naive per-image scores (stream 0 and its
-    repeats); `design` the interventions compared (name → number of variants k). Each replicate draws, for every
-    run, checkpoint and batch, n images with replacement from the pool: one naive batch, k_X batches per
+    repeats, in the same order at every checkpoint); `design` the interventions compared (name → number of variants
+    k). Each replicate draws, for every run and batch, n images with replacement from the pool — the same images at
+    every checkpoint (`paired`, as the evaluation reuses each image's noise), or each checkpoint's own where the
+    pools differ in size: one naive batch, k_X batches per
     "intervention" X (its score at a checkpoint: the best of them) and, for the bias-matched baseline of X, k_X
     fresh naive batches. Returned rates (each over `replicates` replicates):
 
@@ -195,13 +197,20 @@ def null_false_positive_rates(
     rng = np.random.default_rng(seed)
     names = list(design)
     batches = 1 + 2 * sum(design.values())
+    # The evaluation draws each image's noise from a stream seeded without the step: image i of a stream starts from
+    # the same noise at every checkpoint, so its scores are correlated over training. Where every checkpoint's pool
+    # holds the same images in the same order (the same streams × images), a replicate draws its images once and
+    # follows them through the checkpoints; otherwise each checkpoint is drawn on its own (`paired` says which).
+    paired = all(len({len(pool) for pool in pools[r]}) == 1 for r in runs)
     last = steps[-1]
 
     def draw(run) -> np.ndarray:  # [replicates, batches, T]: mean score of n resampled images
         out = np.empty((replicates, batches, t))
+        sizes = {len(pool) for pool in pools[run]}
+        shared = rng.integers(0, sizes.pop(), size=(replicates, batches, n)) if paired else None
         for j, pool in enumerate(pools[run]):
             pool = np.asarray(pool, dtype=float)
-            idx = rng.integers(0, len(pool), size=(replicates, batches, n))
+            idx = shared if paired else rng.integers(0, len(pool), size=(replicates, batches, n))
             out[:, :, j] = pool[idx].mean(axis=-1)
         return out
 
@@ -230,6 +239,7 @@ def null_false_positive_rates(
         old_all = naive_emerged.any(axis=1) & np.where(naive_emerged, first, True).all(axis=1)
 
     out: dict = {"replicates": replicates, "runs": len(runs), "n": n, "design": dict(design), "alpha": alpha,
+                 "paired": paired,
                  "old_per_seed": float(first.mean()), "old_all_seeds": float(old_all.mean()),
                  "new_per_seed": {}, "new_sign_test": {}, "p_resampled": {}}
     significant_any = np.zeros(replicates, dtype=bool)

@@ -105,7 +105,8 @@ def naive_pools(root: Path, runs: list[str], target: str) -> tuple[dict[str, lis
             raise ValueError(f"runs have different checkpoints ({run}: {these[:4]}… vs {steps[:4]}…)")
         steps = these
         n = int(naive["n"].iloc[0])
-        pools[run] = [[float(x) for scores in naive[naive["step"] == s]["image_scores"] for x in scores] for s in steps]
+        pools[run] = [[float(x) for scores in naive[naive["step"] == s].sort_values("stream", kind="stable")["image_scores"]
+                       for x in scores] for s in steps]  # stream by stream, image by image: the same order at each step
     return pools, [float(s) for s in steps or []], int(n or 0)
 
 

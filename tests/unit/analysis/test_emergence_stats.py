@@ -156,3 +156,22 @@ def test_the_resampled_null_p_value_is_calibrated_when_the_intervention_is_naive
         p_better.append(rates["p_resampled"]["better"])
     assert small <= 3  # 20 trials at α = 0.05: 1 expected; 3 or fewer with probability 0.98
     assert np.median(p_better) < 0.05
+
+
+def test_the_null_follows_the_same_images_through_training_where_the_pools_line_up():
+    """The evaluation reuses each image's noise at every checkpoint: a replicate draws its images once. Images that
+    score 1 at every checkpoint (and the others 0) then give a baseline that, once lucky, stays lucky: naive prompting
+    'emerges' more often than when each checkpoint is drawn on its own."""
+    rng = np.random.default_rng(5)
+    persistent = {"run0": [np.r_[np.ones(30), np.zeros(34)]] * 10}
+    shuffled = {"run0": [rng.permutation(np.r_[np.ones(30), np.zeros(34)]) for _ in range(10)]}
+    rule = EmergenceRule(0.5, 3, False)
+    a = null_false_positive_rates(persistent, STEPS, {"x": 1}, 8, rule, replicates=400, seed=1)
+    b = null_false_positive_rates({"run0": persistent["run0"][:9] + [np.ones(63)]}, STEPS, {"x": 1}, 8, rule,
+                                  replicates=10, seed=1)
+    assert a["paired"] and not b["paired"]
+    # pairing matters only through the order of images: shuffling each checkpoint's pool leaves a paired draw as
+    # independent as the unpaired one, and the persistent pools make the old statistic's ties (both emerge at the
+    # same checkpoint) far more common, so it reads "first" less often
+    c = null_false_positive_rates(shuffled, STEPS, {"x": 1}, 8, rule, replicates=400, seed=1)
+    assert a["old_per_seed"] < c["old_per_seed"]
