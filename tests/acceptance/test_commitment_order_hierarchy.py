@@ -16,6 +16,12 @@ range at some τ), so the commitment times are the network's; but the pixel prob
 (the order in which each attribute's signal survives the noise), so the order alone is not evidence of abstraction.
 The test fails if a trained curve stops departing from a control, or if the pixel probe stops showing the order the
 restated finding says it shows.
+
+Since 2026-12-03 the controls include a random network (`random_init`: the architecture with random weights in every
+layer; the untrained network's zero-initialised layers make its denoiser ignore the prompt, so its MI and forking
+curves are flat and could not be reached), and the linear probes hold out whole combinations of the world (a probe
+could score by recognising a combination it was trained on). Every trained curve must depart from the random
+network's too.
 """
 
 import pytest
@@ -36,6 +42,7 @@ CI_SIZE = [
     "eval.abstractions.roots=24",
     "eval.abstractions.probe_images=400",
     "eval.abstractions.conditional_samples=60",
+    "eval.abstractions.controls=[untrained,random_init,pixels]",
 ]
 
 

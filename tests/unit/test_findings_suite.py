@@ -203,8 +203,8 @@ def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_r
     assert len(paths) == 3
 
 
-def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incomplete(tmp_path):
-    # a threshold criterion where a censored value passes: "a's size learning time is later than step 100"
+def _size_late_plan(tmp_path):
+    """A threshold criterion where a censored value passes: "a's size learning time is later than step 100"."""
     data = _suite()
     data["findings"][0]["criteria"] = [{
         "name": "size-late", "statement": "size is learned after step 100",
@@ -212,8 +212,11 @@ def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incompl
         "threshold": 100, "direction": "greater", "margin": 1}]
     data["findings"][0].update(control="none", reason="a threshold, not a control")
     data["runs"].pop("b")
-    suite = load_suite(_write(tmp_path, data))
-    p = plan(suite, None, "full", tmp_path / "out")
+    return plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+
+
+def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incomplete(tmp_path):
+    p = _size_late_plan(tmp_path)
     _fake_runs(p, {"a": {100: _acc(0.9, 200, None), 101: _acc(0.9, 200, 300)}})  # 102 not finished
     (toy,) = evaluate_suite(p)["findings"]
     (late,) = toy["criteria"]
@@ -230,14 +233,7 @@ def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incompl
 def test_a_path_the_summary_lacks_is_not_measured_never_censored(tmp_path):
     # "size learned after step 100", censored high: a null there (never learned) passes; a run whose summary has no
     # such key at all (a typo, or a run made without the measure) is "not measured" and fails
-    data = _suite()
-    data["findings"][0]["criteria"] = [{
-        "name": "size-late", "statement": "size is learned after step 100",
-        "value": {"runs": "a", "path": "learning_time.held_out/size", "censored": "high"},
-        "threshold": 100, "direction": "greater", "margin": 1}]
-    data["findings"][0].update(control="none", reason="a threshold, not a control")
-    data["runs"].pop("b")
-    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    p = _size_late_plan(tmp_path)
     no_key = {"final_accuracy": {"11/color": 0.9}, "learning_time": {"held_out/color": 200}}
     _fake_runs(p, {"a": {100: _acc(0.9, 200, None), 101: no_key, 102: {"final_accuracy": {"11/color": 0.9}}}})
     (late,) = evaluate_suite(p)["findings"][0]["criteria"]
