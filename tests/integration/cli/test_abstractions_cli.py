@@ -91,7 +91,7 @@ def test_unknown_probe_hook_is_one_line_before_training(tmp_path):
     ("eval.abstractions.forks=1", "forks"),
     ("data.attributes=[wall_hue,colour]", "data.attributes.1"),
     # a control this kind of study cannot compute: one line naming the ones it can
-    ("eval.abstractions.controls=[encoding]", "'untrained' or 'pixels'"),
+    ("eval.abstractions.controls=[encoding]", "'untrained', 'random_init' or 'pixels'"),
     ("eval.abstractions.controls=[pixels,pixels]", "twice"),
     ("eval.geometry.controls=[untrained]", "eval.geometry"),  # shapes3d runs no geometry: the section is refused
 ])

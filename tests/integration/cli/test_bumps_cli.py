@@ -55,7 +55,7 @@ def test_unknown_geometry_hook_fails_before_training_with_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("eval.geometry.controls=[text]", "'untrained', 'pixels', 'encoding' or 'encoding_map'"),
+    ("eval.geometry.controls=[text]", "'untrained', 'random_init', 'pixels', 'encoding' or 'encoding_map'"),
     ("eval.geometry.controls=[encoding,encoding]", "named twice"),
     ("eval.abstractions.controls=[pixels]", "eval.abstractions"),  # bumps runs no abstractions: refused
 ])
