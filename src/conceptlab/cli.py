@@ -1087,14 +1087,14 @@ def _learning_time_report(root: Path, figure: Optional[Path], axis: str, split: 
     except (ConfigError, StoreError, ValueError) as err:
         _fail(str(err))
     summary = learning_time_by_axis(long)
-    table = Table(axis, "concept", "concept signal", "learning time, median of all runs",
-                  "mean ± sd of the learned", "learned / runs", box=None)
+    table = Table(axis, "concept", "concept signal", "learning time", "learned / runs", box=None,
+                  caption="learning time: the median over every run (a run that never learned counts as later), then "
+                  "in brackets the mean ± sd over the runs that learned")
     for r in summary.itertuples():
         median = "not by the end" if r.median_censored else f"{r.learning_time_median:.0f}"
         sd = "" if math.isnan(r.learning_time_std) else f" ± {r.learning_time_std:.0f}"
-        lt = "not learned" if r.n_learned == 0 else f"{r.learning_time_mean:.0f}{sd}"
-        table.add_row(f"{r.axis_value:g}", r.concept, f"{r.concept_signal_mean:.2f}", median, lt,
-                      f"{r.n_learned}/{r.n_runs}")
+        lt = "not learned" if r.n_learned == 0 else f"{median} ({r.learning_time_mean:.0f}{sd})"
+        table.add_row(f"{r.axis_value:g}", r.concept, f"{r.concept_signal_mean:.2f}", lt, f"{r.n_learned}/{r.n_runs}")
     console.print(table)
     path = save_figure(plot_learning_time_vs_signal(long, summary, axis), figure or root / "figures" / "concept_signal.png")
     console.print(f"figure: {path}")

@@ -163,6 +163,6 @@ def test_sweep_report_prints_the_table_and_saves_the_figure(toy_store, tmp_path)
     result = CliRunner().invoke(app, ["sweep-report", str(sweep), "--figure", str(figure)])
     assert result.exit_code == 0, result.output
     lines = [line.split() for line in result.output.splitlines()]
-    assert ["0.2", "color", "4.00", "800", "800", "±", "0", "3/3"] in lines  # median of all, mean ± sd of the learned
-    assert ["0.8", "color", "16.00", "200", "200", "±", "0", "3/3"] in lines
+    assert ["0.2", "color", "4.00", "800", "(800", "±", "0)", "3/3"] in lines  # median of all (mean ± sd, learned)
+    assert ["0.8", "color", "16.00", "200", "(200", "±", "0)", "3/3"] in lines
     assert figure.is_file() and figure.stat().st_size > 10_000
