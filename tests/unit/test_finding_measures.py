@@ -79,3 +79,38 @@ def test_percolation_scaling_gives_a_critical_size_per_n_and_an_exponent_near_2_
     again = percolation_scaling(seed=0, sizes=(64, 128), trials=4)
     assert again == out  # seeded
     assert math.isfinite(out["critical_size"]["64"])
+
+
+def _trajectory_run(tmp_path, name: str, seed: int, points, n: int = 8, valid=None) -> RunRecord:
+    rows = []
+    for i, (color, size) in enumerate(points):
+        for concept, p in (("color", color), ("size", size)):
+            for code in ("11", "00"):
+                rows.append({"run": name, "step": 100 * (i + 1), "class": code, "split": "test" if code == "11"
+                             else "train", "concept": concept, "target": int(code[0]), "p_one": p, "accuracy": p,
+                             "valid_fraction": 1.0 if valid is None else valid[i], "n": n, "class_name": code})
+    folder = tmp_path / name
+    folder.mkdir()
+    pd.DataFrame(rows).to_parquet(folder / "concept_space.parquet")
+    return RunRecord(name, seed, {}, {}, folder)
+
+
+def test_straight_path_turn_reads_the_trajectory_and_its_null_per_seed(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import straight_path_turn
+
+    l_turn = [(0.05, 0.05), (0.05, 0.5), (0.05, 0.95), (0.05, 0.95), (0.5, 0.95), (0.95, 0.95), (0.95, 0.95)]
+    line = [(0.05 + 0.15 * i, 0.05 + 0.15 * i) for i in range(7)]
+    runs = [_trajectory_run(tmp_path, "turn", 100, l_turn, n=32), _trajectory_run(tmp_path, "line", 101, line, n=32)]
+    observed = straight_path_turn(runs, statistic="bow", part="observed")
+    null = straight_path_turn(runs, statistic="bow", part="null_q95")
+    assert observed[100] == pytest.approx(0.9 / math.sqrt(2), abs=1e-6)  # (0.05, 0.95) from the diagonal
+    assert observed[100] > null[100]  # the L turns beyond a redrawn straight path
+    assert observed[101] == pytest.approx(0.0, abs=1e-9) and observed[101] < null[101]
+    assert straight_path_turn(runs, statistic="bow", part="null_q95") == null  # the null's stream is fixed per seed
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert straight_path_turn([RunRecord("e", 102, {}, {}, empty)]) == {102: NOT_MEASURED}
+    assert straight_path_turn([_trajectory_run(tmp_path, "short", 103, l_turn[:2])]) == {103: None}
+    with pytest.raises(ValueError, match="statistic"):
+        straight_path_turn(runs, statistic="area")

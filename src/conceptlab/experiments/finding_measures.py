@@ -10,6 +10,10 @@
 - `matched_naive_score(runs, intervention, target, step, ...)` (a `compute` value): per seed, the bias-matched naive
   baseline of one intervention at one checkpoint — the best score of as many naive batches (naive prompting on
   noise streams 0..k−1) as the intervention has variants there (k), as `analysis.emergence_stats` matches them.
+- `straight_path_turn(runs, target, statistic, part, ...)` (a `compute` value): per seed, the turn of the held-out
+  prompt's naive trajectory (its bow from the chord, or the detector's angle) or, as its control, the 95th
+  percentile of the same statistic on a straight path redrawn at the run's sampling resolution
+  (`analysis.turn_null`): the null of the memorization-then-turn finding.
 
 A compute function takes the run set's finished runs (`experiments.findings.RunRecord`: seed, flattened config,
 summary, folder) and returns {seed: value}.
@@ -137,4 +141,46 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
             out[r.seed] = NOT_MEASURED
             continue
         out[r.seed] = float(naive["score"].max())
+    return out
+
+
+
+def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", part: str = "observed",
+                       draws: int = 999, seed: int = 0) -> dict[int, Any]:
+    """Per seed: the turn of the target's naive concept-space trajectory (`part` "observed") or the 95th percentile
+    of the same statistic on a straight path redrawn at the run's sampling resolution (`part` "null_q95"; its
+    binding null, `analysis.turn_null.turn_test`). `statistic` is "bow" (the path's largest distance from its
+    chord) or "angle" (the sudden-turn detector's largest angle, degrees). The null's random stream is `seed` + the
+    run's seed. Not measured when the run lacks its concept-space table or the target; None when the test is
+    undefined (fewer than three checkpoints with a reading, or a path that ends where it started)."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.analysis.turn_null import turn_test
+    from conceptlab.studies.emergence import oriented_trajectory
+
+    if statistic not in ("bow", "angle"):
+        raise ValueError(f"statistic must be 'bow' or 'angle', got {statistic!r}")
+    if part not in ("observed", "null_q95"):
+        raise ValueError(f"part must be 'observed' or 'null_q95', got {part!r}")
+    out: dict[int, Any] = {}
+    for r in runs:
+        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+        if path is None or not path.is_file():
+            out[r.seed] = NOT_MEASURED
+            continue
+        table = read_parquet(path)
+        table = table.assign(**{"class": table["class"].astype(str)})
+        rows = table[table["class"] == str(target)]
+        if rows.empty:
+            out[r.seed] = NOT_MEASURED
+            continue
+        concepts = list(dict.fromkeys(rows["concept"]))
+        steps, points = oriented_trajectory(table, str(target), concepts)
+        if len(steps) < 3:
+            out[r.seed] = None
+            continue
+        valid = (rows["n"] * rows["valid_fraction"]).groupby(rows["step"]).min().round().astype(int)
+        test = turn_test(steps, points, valid.reindex(steps).to_numpy(), draws=draws, seed=int(seed) + int(r.seed))
+        value = {("bow", "observed"): test.bow, ("bow", "null_q95"): test.bow_null_q95,
+                 ("angle", "observed"): test.angle, ("angle", "null_q95"): test.angle_null_q95}[statistic, part]
+        out[r.seed] = None if math.isnan(value) else float(value)
     return out

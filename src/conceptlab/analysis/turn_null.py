@@ -1,0 +1,127 @@
+"""A null model for the sudden-turn detector: how sharply does a trajectory with no turn appear to turn?
+
+`analysis.emergence.sudden_turn` returns the largest angle between successive displacements of a concept-space
+trajectory. Every measured trajectory has such an angle: the concept readings are means over a few generated images
+per checkpoint, and their sampling noise bends even a straight path. On its own, "the largest turn" therefore says
+nothing; it must be larger than what a path without a turn shows at the same sampling resolution.
+
+The null here is a parametric bootstrap of a straight path:
+
+- `straight_path(points)`: the path with no turn that stays closest to the observed one — the segment from its first
+  to its last point, travelled with the observed progress along it (each point's projection on the segment, made
+  non-decreasing and kept in [0, 1]), so the null keeps the trajectory's timing and loses only its direction changes.
+- `null_turn_angles(points, counts, draws, rng)`: the detector's angle on `draws` redraws of that path, each
+  coordinate at each checkpoint redrawn as Binomial(counts, q) / counts around the straight path's value q.
+  For a mean of `counts` readings in [0, 1] with mean q, the binomial variance q(1 − q) / counts is the largest
+  possible, so the null is at least as noisy as the real sampling noise (conservative: it makes a turn harder to
+  call real).
+- `turn_test(steps, points, counts, draws, seed)`: the observed angle, the null's 95th percentile and the one-sided
+  bootstrap p-value (1 + #{null ≥ observed}) / (draws + 1). NaN p when the test is undefined (fewer than three
+  checkpoints, or a path that ends where it started).
+
+Pure functions on numpy arrays; the detector's own settings (`min_norm`, `min_fraction`) are passed through, so the
+null applies exactly the rule the observed angle was read with.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from conceptlab.analysis.emergence import sudden_turn
+
+
+@dataclass(frozen=True)
+class TurnTest:
+    """Observed statistic, the null's 95th percentile and the bootstrap p-value, for the detector's angle (degrees)
+    and for the chord bow; and the number of null draws."""
+
+    angle: float
+    angle_null_q95: float
+    angle_p: float
+    bow: float
+    bow_null_q95: float
+    bow_p: float
+    draws: int
+
+
+def _as_path(points: np.ndarray) -> np.ndarray:
+    points = np.asarray(points, dtype=float)
+    if points.ndim != 2 or points.shape[0] < 2:
+        raise ValueError(f"points must be [checkpoints ≥ 2, concepts], got shape {points.shape}")
+    if not np.isfinite(points).all():
+        raise ValueError("points must be finite (leave out checkpoints without a reading)")
+    return points
+
+
+def straight_path(points: np.ndarray) -> np.ndarray | None:
+    """The segment from the first to the last point, travelled with the observed (non-decreasing) progress along it.
+
+    None when the path ends where it started (no direction to travel in)."""
+    points = _as_path(points)
+    start, end = points[0], points[-1]
+    direction = end - start
+    length2 = float(direction @ direction)
+    if length2 < 1e-12:
+        return None
+    progress = (points - start) @ direction / length2
+    progress = np.clip(np.maximum.accumulate(progress), 0.0, 1.0)
+    progress[0], progress[-1] = 0.0, 1.0
+    return start + progress[:, None] * direction
+
+
+def chord_bow(points: np.ndarray) -> float:
+    """The path's largest distance from its chord, the segment from its first to its last point (from that point
+    when the path ends where it started)."""
+    points = _as_path(points)
+    start, end = points[0], points[-1]
+    direction = end - start
+    length2 = float(direction @ direction)
+    offsets = points - start
+    if length2 < 1e-12:
+        return float(np.linalg.norm(offsets, axis=1).max())
+    along = np.clip(offsets @ direction / length2, 0.0, 1.0)
+    return float(np.linalg.norm(offsets - along[:, None] * direction, axis=1).max())
+
+
+def redraw_straight(points: np.ndarray, counts: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """`draws` binomial redraws of the straight path: [draws, checkpoints, concepts]."""
+    path = straight_path(points)
+    if path is None:
+        raise ValueError("the path ends where it started: a straight-path null is undefined")
+    counts = np.asarray(counts, dtype=int)
+    if counts.shape != (path.shape[0],) or (counts < 1).any():
+        raise ValueError(f"counts must be one positive count per checkpoint ({path.shape[0]}), got {counts}")
+    if draws < 1:
+        raise ValueError(f"draws must be ≥ 1, got {draws}")
+    q = np.clip(path, 0.0, 1.0)
+    n = counts[None, :, None]
+    return rng.binomial(np.broadcast_to(n, (draws, *q.shape)), np.broadcast_to(q, (draws, *q.shape))) / n
+
+
+def turn_test(steps: np.ndarray, points: np.ndarray, counts: np.ndarray, draws: int = 999, seed: int = 0,
+              min_norm: float = 0.01, min_fraction: float = 0.1) -> TurnTest:
+    """Is the trajectory's turn more than a straight path's sampling noise? Both statistics against one null.
+
+    `counts[i]` is the number of readings averaged at checkpoint i (valid images). A null draw in which the detector
+    finds no turn (every move too short) counts as angle 0; an observed path without one has angle NaN and p 1."""
+    steps = np.asarray(steps, dtype=float)
+    points = _as_path(points)
+    if steps.shape != (points.shape[0],):
+        raise ValueError(f"steps must match the {points.shape[0]} checkpoints, got shape {steps.shape}")
+    order = np.argsort(steps)
+    steps, points, counts = steps[order], points[order], np.asarray(counts)[order]
+    if steps.size < 3 or straight_path(points) is None:
+        return TurnTest(math.nan, math.nan, math.nan, math.nan, math.nan, math.nan, 0)
+    redrawn = redraw_straight(points, counts, draws, np.random.default_rng(seed))
+    index = np.arange(steps.size, dtype=float)
+    null_angle = np.nan_to_num([sudden_turn(index, r, min_norm, min_fraction).angle for r in redrawn], nan=0.0)
+    null_bow = np.array([chord_bow(r) for r in redrawn])
+    angle = sudden_turn(steps, points, min_norm, min_fraction).angle
+    bow = chord_bow(points)
+    p_angle = 1.0 if math.isnan(angle) else (1 + int((null_angle >= angle).sum())) / (draws + 1)
+    p_bow = (1 + int((null_bow >= bow).sum())) / (draws + 1)
+    return TurnTest(float(angle), float(np.quantile(null_angle, 0.95)), float(p_angle),
+                    bow, float(np.quantile(null_bow, 0.95)), float(p_bow), draws)
