@@ -114,3 +114,33 @@ def test_straight_path_turn_reads_the_trajectory_and_its_null_per_seed(tmp_path)
     assert straight_path_turn([_trajectory_run(tmp_path, "short", 103, l_turn[:2])]) == {103: None}
     with pytest.raises(ValueError, match="statistic"):
         straight_path_turn(runs, statistic="area")
+
+
+def _bump_run(tmp_path, seed: int, low: float, high: float, accuracy: float) -> RunRecord:
+    from conceptlab.experiments.loading import config_to_yaml, load_config
+
+    cfg = load_config("interpolate-lesion-tiny", [f"data.held_out.low={low}", f"data.held_out.high={high}",
+                                                  f"train.train_seed={seed}", "eval.composition.labels_per_region=1000"])
+    folder = tmp_path / f"{seed}-{low}"
+    folder.mkdir()
+    (folder / "config.yaml").write_text(config_to_yaml(cfg))
+    summary = {"final_accuracy": {"held_out": {"joint": accuracy}, "train": {"joint": 1.0}}}
+    return RunRecord(folder.name, seed, {"data.held_out.low": low}, summary, folder)
+
+
+def test_copying_baseline_final_accuracy_and_the_trend_beyond_copying(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import copying_baseline, final_accuracy, trend_beyond_copying
+
+    bands = ((11.0, 12.0), (10.0, 12.0), (9.0, 13.0), (8.0, 14.0))  # copying: 1, 1, 0.5, 1/3
+    geometry_only = [_bump_run(tmp_path, 100, lo, hi, a) for (lo, hi), a in zip(bands, (0.8, 0.9, 0.2, 0.5 / 3))]
+    beyond = [_bump_run(tmp_path, 101, lo, hi, a) for (lo, hi), a in zip(bands, (1.0, 0.8, 0.2, 0.0))]
+    runs = geometry_only + beyond
+    assert copying_baseline(runs)[100] == pytest.approx((1 + 1 + 0.5 + 1 / 3) / 4)
+    assert final_accuracy(runs) == {100: pytest.approx((0.8 + 0.9 + 0.2 + 0.5 / 3) / 4), 101: pytest.approx(0.5)}
+    rho = trend_beyond_copying(runs, across="data.held_out.low")
+    assert rho[100] == pytest.approx(0.0)  # below copying by 0.2, 0.1, 0.3, 0.17: the fall is copying's
+    assert rho[101] == pytest.approx(1.0)  # falls faster than copying at every wider gap
+    (beyond[0].folder / "config.yaml").unlink()
+    assert copying_baseline(beyond) == {101: NOT_MEASURED}
+    assert trend_beyond_copying(beyond, across="data.held_out.low") == {101: NOT_MEASURED}

@@ -14,6 +14,10 @@
   prompt's naive trajectory (its bow from the chord, or the detector's angle) or, as its control, the 95th
   percentile of the same statistic on a straight path redrawn at the run's sampling resolution
   (`analysis.turn_null`): the null of the memorization-then-turn finding.
+- `copying_baseline(runs, region, metric)`, `final_accuracy(...)`, `trend_beyond_copying(runs, across, ...)`
+  (`compute` values on bump-world runs): per seed, the accuracy of copying the nearest trained label's image
+  (`studies.factorization.copying_accuracy`, recomputed from each run's config; no network), the runs' own final
+  accuracy, both averaged over the seed's selected runs, and the trend over a config axis of their difference.
 
 A compute function takes the run set's finished runs (`experiments.findings.RunRecord`: seed, flattened config,
 summary, folder) and returns {seed: value}.
@@ -22,6 +26,7 @@ summary, folder) and returns {seed: value}.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -183,4 +188,77 @@ def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", p
         value = {("bow", "observed"): test.bow, ("bow", "null_q95"): test.bow_null_q95,
                  ("angle", "observed"): test.angle, ("angle", "null_q95"): test.angle_null_q95}[statistic, part]
         out[r.seed] = None if math.isnan(value) else float(value)
+    return out
+
+
+def _copying(r, region: str, metric: str) -> Any:
+    """One run's copying accuracy (`studies.factorization.copying_accuracy` from its saved config); NOT_MEASURED
+    when the run has no config or no such region."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.loading import ConfigError, load_config
+    from conceptlab.data.bump_world import BumpWorld
+    from conceptlab.studies.factorization import CompositionEvalConfig, copying_accuracy
+
+    path = None if r.folder is None else Path(r.folder) / "config.yaml"
+    if path is None or not path.is_file():
+        return NOT_MEASURED
+    try:
+        cfg = load_config(str(path))
+    except ConfigError:
+        return NOT_MEASURED
+    if cfg.data.kind != "bumps":
+        raise ValueError(f"copying accuracy needs a bump-world run, run {r.run_id} has data.kind {cfg.data.kind!r}")
+    cfg.eval.composition = cfg.eval.composition or CompositionEvalConfig()
+    table = copying_accuracy(cfg, BumpWorld(cfg.data))
+    row = table[table["region"] == region]
+    return NOT_MEASURED if row.empty else float(row[metric].iloc[0])
+
+
+def _final_accuracy(r, region: str, metric: str) -> Any:
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    value = (r.summary.get("final_accuracy") or {}).get(region, {}).get(metric)
+    return NOT_MEASURED if value is None else float(value)
+
+
+def _per_seed_mean(runs: list, value) -> dict[int, Any]:
+    """{seed: mean of value(run) over the seed's runs}; NOT_MEASURED when any of them is."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    by_seed: dict[int, list] = {}
+    for r in runs:
+        by_seed.setdefault(r.seed, []).append(value(r))
+    return {s: NOT_MEASURED if any(v is NOT_MEASURED for v in vs) else float(np.mean(vs)) for s, vs in by_seed.items()}
+
+
+def copying_baseline(runs: list, region: str = "held_out", metric: str = "joint") -> dict[int, Any]:
+    """Per seed: the accuracy (`metric` x, y or joint) on `region` of a model that copies the nearest trained
+    label's image at every evaluated label, scored like the run's generations (`studies.factorization.
+    copying_accuracy`; no network), averaged over the seed's selected runs."""
+    return _per_seed_mean(runs, lambda r: _copying(r, region, metric))
+
+
+def final_accuracy(runs: list, region: str = "held_out", metric: str = "joint") -> dict[int, Any]:
+    """Per seed: the runs' final generation accuracy on `region` (summary `final_accuracy`), averaged over the
+    seed's selected runs (the value `copying_baseline` is the control of)."""
+    return _per_seed_mean(runs, lambda r: _final_accuracy(r, region, metric))
+
+
+def trend_beyond_copying(runs: list, across: str, region: str = "held_out", metric: str = "joint") -> dict[int, Any]:
+    """Per seed: Spearman ρ, over the seed's runs, of (final accuracy − copying accuracy) with the config key
+    `across`: does the accuracy follow the axis beyond what copying the training data gets along it? None when
+    undefined (fewer than 3 runs or a constant side)."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED, trend
+
+    by_seed: dict[int, list] = {}
+    for r in runs:
+        by_seed.setdefault(r.seed, []).append(r)
+    out: dict[int, Any] = {}
+    for seed, mine in by_seed.items():
+        diffs = [(_final_accuracy(r, region, metric), _copying(r, region, metric)) for r in mine]
+        if any(NOT_MEASURED in d for d in diffs):
+            out[seed] = NOT_MEASURED
+            continue
+        rho = trend([r.config.get(across) for r in mine], [a - c for a, c in diffs])
+        out[seed] = None if math.isnan(rho) else rho
     return out

@@ -252,6 +252,26 @@ def accuracy_rows(cfg, dgp, regions: dict[str, torch.Tensor], images: torch.Tens
     return pd.DataFrame(rows)
 
 
+def nearest_training_labels(dgp, labels: torch.Tensor) -> torch.Tensor:
+    """Each label's nearest trained 2D label (Euclidean; wrapped on a torus; the first in lattice order on a tie)."""
+    train = dgp.train_2d_labels.to(torch.float64)
+    diff = labels.to(torch.float64)[:, None, :] - train[None, :, :]
+    if dgp.period is not None:
+        diff = torch.remainder(diff + dgp.period / 2, dgp.period) - dgp.period / 2
+    return dgp.train_2d_labels[diff.pow(2).sum(dim=2).argmin(dim=1)]
+
+
+def copying_accuracy(cfg, dgp) -> pd.DataFrame:
+    """The composition table of a model that only copies its training data: at each evaluated label (the same
+    regions, subsample and seed as the generations) the exact image of the nearest trained 2D label, located and
+    scored like a generation (same locator and tolerance). No network. Its held-out accuracy is what the tolerance
+    grants a model that never leaves the training lattice: the bias-matched floor of an interpolation claim."""
+    comp = cfg.eval.composition
+    regions = region_labels(dgp, comp.labels_per_region, comp.seed)
+    copied = nearest_training_labels(dgp, torch.cat(list(regions.values())))
+    return accuracy_rows(cfg, dgp, regions, dgp.render(copied), step=0)
+
+
 def representation_cloud(cfg, dgp, model, labels: torch.Tensor):
     """The activation cloud `[M, D]` at the geometry hook and time over `labels`."""
     geo = cfg.eval.geometry

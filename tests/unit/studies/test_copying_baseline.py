@@ -1,0 +1,42 @@
+"""The copying model: the nearest trained label's image at every evaluated label, scored like a generation."""
+
+import pytest
+import torch
+
+from conceptlab.data.bump_world import BumpWorld
+from conceptlab.experiments.loading import load_config
+from conceptlab.studies.factorization import copying_accuracy, nearest_training_labels
+
+
+def _world(low: float, high: float, tolerance: float = 1.0):
+    cfg = load_config("interpolate-lesion-tiny", [f"data.held_out.low={low}", f"data.held_out.high={high}",
+                                                  f"eval.composition.tolerance={tolerance}",
+                                                  "eval.composition.labels_per_region=1000"])
+    return cfg, BumpWorld(cfg.data)
+
+
+def test_nearest_training_label_is_across_the_band_edge():
+    cfg, dgp = _world(9.0, 13.0)
+    held = dgp.held_out_labels
+    near = nearest_training_labels(dgp, held)
+    assert not bool((near[:, None, :] == held[None]).all(dim=2).any())  # never a held-out label
+    assert torch.equal(near[:, 1], held[:, 1])  # the band is in x only: y is copied exactly
+    assert bool(((near[:, 0] < 9.0) | (near[:, 0] > 13.0)).all())
+    assert torch.equal(nearest_training_labels(dgp, dgp.train_2d_labels), dgp.train_2d_labels)
+
+
+@pytest.mark.parametrize("low, high, expected", [(11.0, 12.0, 1.0), (10.0, 12.0, 1.0), (9.0, 13.0, 0.5),
+                                                 (8.0, 14.0, 2 / 6)])
+def test_copying_scores_what_the_tolerance_grants_at_each_gap_width(low, high, expected):
+    """With a tolerance of one lattice step, copying reaches the columns next to the band's edges only."""
+    cfg, dgp = _world(low, high)
+    table = copying_accuracy(cfg, dgp).set_index("region")
+    assert table.loc["train", "joint"] == pytest.approx(1.0)  # a trained label copies itself
+    assert table.loc["held_out", "joint"] == pytest.approx(expected, abs=1e-9)
+    assert table.loc["held_out", "y"] == pytest.approx(1.0)
+
+
+def test_copying_never_scores_under_a_half_step_tolerance():
+    cfg, dgp = _world(11.0, 12.0, tolerance=0.5)
+    table = copying_accuracy(cfg, dgp).set_index("region")
+    assert table.loc["held_out", "joint"] == 0.0 and table.loc["train", "joint"] == pytest.approx(1.0)
