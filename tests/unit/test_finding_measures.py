@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -144,3 +145,18 @@ def test_copying_baseline_final_accuracy_and_the_trend_beyond_copying(tmp_path):
     (beyond[0].folder / "config.yaml").unlink()
     assert copying_baseline(beyond) == {101: NOT_MEASURED}
     assert trend_beyond_copying(beyond, across="data.held_out.low") == {101: NOT_MEASURED}
+
+
+def test_independent_sigmoids_r2_is_read_from_the_held_out_trajectory(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import independent_sigmoids_r2
+
+    steps = np.arange(1, 11)
+    own = [(float(1 / (1 + np.exp(-(t - 4)))), float(1 / (1 + np.exp(-(t - 6) * 2)))) for t in steps]
+    runs = [_trajectory_run(tmp_path, "own", 100, own)]
+    # the fixture's checkpoints are at steps 100, 200, …: midpoints 400 and 600
+    assert independent_sigmoids_r2(runs)[100] > 0.95
+    assert independent_sigmoids_r2([_trajectory_run(tmp_path, "short", 101, own[:4])]) == {101: None}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert independent_sigmoids_r2([RunRecord("e", 102, {}, {}, empty)]) == {102: NOT_MEASURED}

@@ -18,6 +18,8 @@ turn toward the held-out class).
 `simulate` integrates it with scipy's `solve_ivp`; `fit_gated_flow` fits
 (a, k, t0, η) to a measured trajectory with `least_squares` from a few starts
 (in log a, log k, log η and t0 scaled by the step range) and reports RMSE and R².
+`fit_independent_sigmoids` is its parameter-matched null: a logistic time course per coordinate (k_i, t_i; four
+parameters for two concepts), no coupling and no gate, fitted and scored the same way.
 """
 
 from __future__ import annotations
@@ -131,3 +133,48 @@ def fit_gated_flow(
         rmse=float(np.sqrt(ss_res / c.size)),
         r2=1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"),
     )
+
+
+@dataclass(frozen=True)
+class IndependentFit:
+    """Each coordinate's own logistic time course: its sharpness k and midpoint t per coordinate, the fitted
+    trajectory, RMSE and R² (over both coordinates, as `GatedFlowFit`)."""
+
+    k: tuple[float, ...]
+    t: tuple[float, ...]
+    fitted: np.ndarray
+    rmse: float
+    r2: float
+
+
+def fit_independent_sigmoids(steps: np.ndarray, c: np.ndarray, t_start: float = 0.0) -> IndependentFit:
+    """The gated flow's parameter-matched null: every coordinate follows its own logistic c_i(t) = σ(k_i (t − t_i))
+    from 0 to 1, fitted by least squares (best of a few starts per coordinate). Two coordinates, four parameters,
+    as the gated flow has, but no coupling between the concepts and no gate: whatever the gated flow explains beyond
+    it is its mechanism, not its number of parameters."""
+    steps, c = np.asarray(steps, dtype=float), np.asarray(c, dtype=float)
+    _check_steps(steps, t_start)
+    if c.ndim != 2 or c.shape[0] != steps.size:
+        raise ValueError(f"c must be [len(steps), concepts] with {steps.size} rows, got {c.shape}")
+    if steps.size < 5:
+        raise ValueError(f"fitting 2 parameters per coordinate needs at least 5 checkpoints, got {steps.size}")
+    span = steps[-1] - t_start
+    lower, upper = np.array([np.log(0.1), -0.5]), np.array([np.log(1e3), 1.5])
+    fitted, ks, ts = np.empty_like(c), [], []
+    for i in range(c.shape[1]):
+        def curve(x: np.ndarray) -> np.ndarray:
+            return expit(np.exp(x[0]) / span * (steps - t_start - x[1] * span))
+
+        best = None
+        for k0, f0 in product((3.0, 30.0), (0.1, 0.4, 0.8)):
+            x0 = np.clip([np.log(k0), f0], lower + 1e-9, upper - 1e-9)
+            result = least_squares(lambda x: curve(x) - c[:, i], x0, bounds=(lower, upper), x_scale="jac")
+            if best is None or result.cost < best.cost:
+                best = result
+        fitted[:, i] = curve(best.x)
+        ks.append(float(np.exp(best.x[0]) / span))
+        ts.append(float(t_start + best.x[1] * span))
+    ss_res = float(((fitted - c) ** 2).sum())
+    ss_tot = float(((c - c.mean(axis=0)) ** 2).sum())
+    return IndependentFit(k=tuple(ks), t=tuple(ts), fitted=fitted, rmse=float(np.sqrt(ss_res / c.size)),
+                          r2=1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"))

@@ -14,6 +14,8 @@
   prompt's naive trajectory (its bow from the chord, or the detector's angle) or, as its control, the 95th
   percentile of the same statistic on a straight path redrawn at the run's sampling resolution
   (`analysis.turn_null`): the null of the memorization-then-turn finding.
+- `independent_sigmoids_r2(runs, target)` (a `compute` value): per seed, R² of the gated flow's parameter-matched
+  null (`analysis.phenomenology.fit_independent_sigmoids`) on the held-out prompt's naive trajectory.
 - `copying_baseline(runs, region, metric)`, `final_accuracy(...)`, `trend_beyond_copying(runs, across, ...)`
   (`compute` values on bump-world runs): per seed, the accuracy of copying the nearest trained label's image
   (`studies.factorization.copying_accuracy`, recomputed from each run's config; no network), the runs' own final
@@ -261,4 +263,34 @@ def trend_beyond_copying(runs: list, across: str, region: str = "held_out", metr
             continue
         rho = trend([r.config.get(across) for r in mine], [a - c for a, c in diffs])
         out[seed] = None if math.isnan(rho) else rho
+    return out
+
+
+def independent_sigmoids_r2(runs: list, target: str = "11") -> dict[int, Any]:
+    """Per seed: R² of a logistic time course per concept (`analysis.phenomenology.fit_independent_sigmoids`, four
+    parameters for two concepts, as the gated flow has) on the target's naive concept-space trajectory, the
+    trajectory and start time the run's own gated-flow fit used (`studies.emergence.oriented_trajectory`, t = 0).
+    Not measured without the concept-space table or the target; None with fewer than 5 checkpoints."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.analysis.phenomenology import fit_independent_sigmoids
+    from conceptlab.studies.emergence import oriented_trajectory
+
+    out: dict[int, Any] = {}
+    for r in runs:
+        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+        if path is None or not path.is_file():
+            out[r.seed] = NOT_MEASURED
+            continue
+        table = read_parquet(path)
+        table = table.assign(**{"class": table["class"].astype(str)})
+        rows = table[table["class"] == str(target)]
+        if rows.empty:
+            out[r.seed] = NOT_MEASURED
+            continue
+        steps, points = oriented_trajectory(table, str(target), list(dict.fromkeys(rows["concept"])))
+        if len(steps) < 5:
+            out[r.seed] = None
+            continue
+        r2 = fit_independent_sigmoids(steps, points).r2
+        out[r.seed] = None if math.isnan(r2) else float(r2)
     return out

@@ -5,6 +5,8 @@ import time
 import numpy as np
 import pytest
 
+from scipy.special import expit
+
 from conceptlab.analysis.phenomenology import GatedFlowParams, fit_gated_flow, simulate
 
 TRUE = GatedFlowParams(a=2.0, k=0.01, t0=1200.0, eta=0.004)
@@ -43,3 +45,21 @@ def test_bad_input():
         simulate(GatedFlowParams(a=-1.0, k=0.01, t0=0.0, eta=0.01), STEPS)
     with pytest.raises(ValueError, match=r"\[len\(steps\), 2\]"):
         fit_gated_flow(STEPS, np.zeros((STEPS.size, 3)))
+
+
+def test_independent_sigmoids_fit_their_own_curves_and_miss_the_gated_flows_detour():
+    from conceptlab.analysis.phenomenology import fit_gated_flow, fit_independent_sigmoids
+
+    steps = np.linspace(100, 3000, 16)
+    own = np.stack([expit(0.004 * (steps - 900)), expit(0.002 * (steps - 2000))], 1)
+    fit = fit_independent_sigmoids(steps, own)
+    assert fit.r2 == pytest.approx(1.0, abs=1e-4)
+    assert fit.t == pytest.approx((900, 2000), rel=1e-3)
+    # the gated flow with unequal signals first heads to a training class (one coordinate falls), then turns
+    detour = simulate(GatedFlowParams(a=3.0, k=0.01, t0=1500.0, eta=0.003), steps)
+    assert detour[:, 0].min() < 0.4  # the detour
+    gated, independent = fit_gated_flow(steps, detour), fit_independent_sigmoids(steps, detour)
+    assert gated.r2 > 0.99
+    assert gated.r2 - independent.r2 > 0.05
+    with pytest.raises(ValueError, match="5 checkpoints"):
+        fit_independent_sigmoids(steps[:4], own[:4])
