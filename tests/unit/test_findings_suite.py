@@ -710,3 +710,17 @@ def test_each_finding_says_the_thread_count_its_runs_used(tmp_path):
     result = evaluate_suite(p)
     assert result["findings"][0]["threads"] == [1, 2]
     assert "precision: fp32; threads: 1, 2; code: abcdef0" in findings_markdown({**result, "runs": None})
+
+
+def test_setup_of_needs_every_training_switch_on_the_authors_side():
+    from conceptlab.experiments.findings import paper_setup_differences, setup_of
+    from conceptlab.experiments.loading import load_config
+
+    assert setup_of(load_config("concept-space-paper-tiny")) == "paper"
+    assert setup_of(load_config("hidden-emergence-paper-tiny")) == "paper"
+    assert setup_of(load_config("concept-space-tiny")) == "fast"
+    # the five switches the label used to check, all on the paper side, with the fast variant's learning rate
+    almost = load_config("concept-space-paper-tiny", ["train.lr=0.002"])
+    assert setup_of(almost) == "fast"
+    assert paper_setup_differences(almost) == ["train.lr: 0.002 (paper: 0.001)"]
+    assert setup_of(load_config("compose-vs-interpolate-tiny")) is None  # not a concept-space run

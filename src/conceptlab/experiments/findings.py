@@ -355,15 +355,36 @@ def base_config(runs: RunSetSpec, overrides: list[str] | None = None) -> RunConf
     return load_config(spec.base, spec.overrides + extra)
 
 
+PAPER_SWITCHES: dict[str, Any] = {  # docs/setups.md: every training switch on the authors' side (not the network size)
+    "diffusion.process": "vdm", "diffusion.prediction": "eps", "diffusion.time_input": "normalized_gamma",
+    "diffusion.reconstruction": "gaussian", "diffusion.guidance_convention": "diffusers", "data.null_value": -1.0,
+    "model.prompt_shift": 0.0, "model.prompt_scale": 1.0, "model.embedding_final_gelu": True, "model.norm_eps": 1e-6,
+    "train.lr": 1e-3, "train.weight_decay": 0.01, "train.ema_decay": None, "eval.use_ema": False,
+}
+
+
+def paper_setup_differences(cfg: RunConfig) -> list[str]:
+    """The switches of `PAPER_SWITCHES` where a config is not on the authors' side, as "key: value (paper: value)"."""
+    out = []
+    for key, paper in PAPER_SWITCHES.items():
+        node: Any = cfg
+        for part in key.split("."):
+            node = getattr(node, part)
+        same = node is None if paper is None else (
+            node is not None and (math.isclose(float(node), float(paper), rel_tol=1e-9)
+                                  if isinstance(paper, float) else node == paper))
+        if not same:
+            out.append(f"{key}: {node!r} (paper: {paper!r})")
+    return out
+
+
 def setup_of(cfg: RunConfig) -> str | None:
-    """`paper` when a concept-space config has every switch of Park et al.'s training on the authors' side, `fast`
-    when it has not, None for other studies (their setups are told apart by the preset, not by switches)."""
+    """`paper` when a concept-space config has every training switch of Park et al. on the authors' side
+    (`PAPER_SWITCHES`, docs/setups.md; the network size and the checkpoint schedule may differ), `fast` when any
+    is not, None for other studies (their setups are told apart by the preset, not by switches)."""
     if cfg.data.kind != "shapes":
         return None
-    d, m = cfg.diffusion, cfg.model
-    paper = (d.process == "vdm" and d.prediction == "eps" and cfg.train.ema_decay is None and not cfg.eval.use_ema
-             and float(m.prompt_shift) == 0.0 and float(m.prompt_scale) == 1.0)
-    return "paper" if paper else "fast"
+    return "fast" if paper_setup_differences(cfg) else "paper"
 
 
 def _check_against_configs(suite: Suite, where: str) -> None:
@@ -386,8 +407,9 @@ def _check_against_configs(suite: Suite, where: str) -> None:
             cfg = configs[name]
             made = None if cfg is None else setup_of(cfg)
             if made is not None and made != finding.setup:
+                why = "; ".join(paper_setup_differences(cfg)[:3]) if finding.setup == "paper" else "every switch"
                 raise ConfigError(f"{where}: finding {finding.name}: declared setup {finding.setup!r}, but run set "
-                                  f"{name}'s config is the {made!r} setup (experiments.findings.setup_of)")
+                                  f"{name}'s config is the {made!r} setup (experiments.findings.setup_of: {why})")
         for sel_where, sel in _selectors(finding):
             kind = kinds[sel.runs]
             if kind is None:
