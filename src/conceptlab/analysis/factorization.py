@@ -19,7 +19,10 @@ splits into the x part Ny Σ_i ‖f(i)‖², the y part Nx Σ_j ‖g(j)‖² and
   `overlap` = their mean square (0: orthogonal subspaces, 1: one subspace) and `max_cosine` the largest.
 
 A 3D-embedded torus ((R + r cos b) cos a, (R + r cos b) sin a, r sin b) is partly interacting (share < 1); the
-Clifford torus is additive with orthogonal subspaces (share 1, overlap 0). Pure functions, numpy in and out.
+Clifford torus is additive with orthogonal subspaces (share 1, overlap 0). A cloud with no spread (every label at one
+point, up to rounding) has no decomposition: its shares, overlap and largest cosine are NaN, so a claim measured
+against it fails as unmeasured instead of passing against a 0 (until 2026-12-03 they were 0; no recorded run had
+such a cloud). Pure functions, numpy in and out.
 """
 
 from __future__ import annotations
@@ -74,8 +77,9 @@ def factorization(grid: np.ndarray, variance: float = 0.9) -> Factorization:
     h = centred - f[:, None, :] - g[None, :, :]
     total = float((centred**2).sum())
     chance = (nx + ny - 2) / (nx * ny - 1)
-    if total <= 0:  # every label at one point: nothing to decompose
-        return Factorization(0.0, 0.0, 0.0, 0.0, chance, 0, 0, (), 0.0, 0.0)
+    if total <= 1e-12 * float((grid**2).sum()) or total <= 0:  # every label at one point, up to rounding
+        nan = float("nan")
+        return Factorization(nan, nan, nan, nan, chance, 0, 0, (), nan, nan)
     x_part, y_part = ny * float((f**2).sum()) / total, nx * float((g**2).sum()) / total
     ux, uy = _basis(f, variance), _basis(g, variance)
     cosines = np.linalg.svd(ux.T @ uy, compute_uv=False) if ux.size and uy.size else np.zeros(0)

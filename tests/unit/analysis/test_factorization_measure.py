@@ -66,4 +66,13 @@ def test_bad_input_and_a_collapsed_cloud():
     with pytest.raises(ValueError, match="variance"):
         factorization(np.zeros((2, 2, 3)), variance=0)
     flat = factorization(np.ones((4, 4, 3)))
-    assert flat.additive_share == 0.0 and flat.k_x == 0
+    assert np.isnan(flat.additive_share) and np.isnan(flat.overlap) and flat.k_x == 0
+    rounding = factorization(np.ones((4, 4, 3)) * 1e3 + np.random.default_rng(0).normal(0, 1e-12, (4, 4, 3)))
+    assert np.isnan(rounding.additive_share)  # spread at rounding level is no spread
+
+
+def test_a_claim_against_a_collapsed_control_fails_as_unmeasured():
+    from conceptlab.analysis.control_claims import seed_margin
+
+    flat = factorization(np.ones((4, 4, 3)))
+    assert not seed_margin(100, 0.9, flat.additive_share, "greater", 0.05).passed
