@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,7 @@ from conceptlab.analysis.representation import (
 from conceptlab.config_base import StrictConfig
 from conceptlab.data.bump_world import BumpsDataConfig, BumpWorld
 from conceptlab.models.unet import check_image_size
-from conceptlab.probes.locator import generation_accuracy, locate
+from conceptlab.probes.locator import count_peaks, generation_accuracy, locate, within_tolerance
 from conceptlab.store.files import read_tensors
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import (
@@ -100,6 +100,12 @@ class CompositionEvalConfig(StrictConfig):
     max_batch: int = Field(512, ge=1, description="images per sampling pass (all regions are sampled together)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
+    count_peaks: bool = Field(
+        False, description="also count each generation's bumps (probes.locator.count_peaks): columns `single` (the "
+        "fraction with exactly one bump, or one stripe per axis) and `joint_single` (jointly correct and single), "
+        "so a generation with a second bump elsewhere no longer scores by its brightest one")
+
+    added_fields: ClassVar[tuple[str, ...]] = ("count_peaks",)
 
 
 class GeometryConfig(StrictConfig):
@@ -231,11 +237,13 @@ def generate(cfg, model, labels: torch.Tensor, generator: torch.Generator, dgp) 
 
 
 def accuracy_rows(cfg, dgp, regions: dict[str, torch.Tensor], images: torch.Tensor, step: int) -> pd.DataFrame:
-    """Rows (step, region, x, y, joint, n, region_size, x_error, y_error, located) of generations `images` made at
-    the concatenated regions (n labels scored out of the region's region_size)."""
+    """Rows (step, region, x, y, joint, n, region_size, x_error, y_error, located; with `count_peaks` also single,
+    joint_single) of generations `images` made at the concatenated regions (n labels scored out of the region's
+    region_size)."""
     data = cfg.data
     kind = "bump" if data.image == "bump+stripes" else data.image  # the regions scored are 2D labels: bumps
     pred = locate(images, kind=kind, border=data.border, periodic=data.periodic)
+    single = (count_peaks(images, kind=kind, periodic=data.periodic) == 1) if cfg.eval.composition.count_peaks else None
     sizes = {name: len(labels) for name, labels in dgp.regions().items()}
     rows, start = [], 0
     for name, labels in regions.items():
@@ -246,9 +254,14 @@ def accuracy_rows(cfg, dgp, regions: dict[str, torch.Tensor], images: torch.Tens
         if dgp.period is not None:
             err = torch.remainder(err + dgp.period / 2, dgp.period) - dgp.period / 2
         med = err.abs().nanmedian(dim=0).values
-        rows.append({"step": int(step), "region": name, **acc, "n": len(labels), "region_size": sizes.get(name),
-                     "x_error": float(med[0]), "y_error": float(med[1]),
-                     "located": float((~p.isnan()).all(dim=1).double().mean())})
+        row = {"step": int(step), "region": name, **acc, "n": len(labels), "region_size": sizes.get(name),
+               "x_error": float(med[0]), "y_error": float(med[1]),
+               "located": float((~p.isnan()).all(dim=1).double().mean())}
+        if single is not None:
+            one = single[start - len(labels) : start]
+            joint = within_tolerance(p, t, cfg.eval.composition.tolerance, period=dgp.period).all(dim=1)
+            row |= {"single": float(one.double().mean()), "joint_single": float((joint & one).double().mean())}
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -382,7 +395,9 @@ def summarize_fields(acc: pd.DataFrame, geo: pd.DataFrame, topo: dict[str, Any])
     summary: dict[str, Any] = {
         "checkpoints": int(acc["step"].nunique()),
         "final_step": final_step,
-        "final_accuracy": {r.region: {"x": _r(r.x), "y": _r(r.y), "joint": _r(r.joint), "n": int(r.n)}
+        "final_accuracy": {r.region: {"x": _r(r.x), "y": _r(r.y), "joint": _r(r.joint), "n": int(r.n),
+                                      **({"single": _r(r.single), "joint_single": _r(r.joint_single)}
+                                         if "single" in final.columns else {})}
                            for r in final.itertuples()},
         "accuracy_by_step": {region: {int(r.step): _r(r.joint, 3) for r in rows.itertuples()}
                              for region, rows in acc.groupby("region", sort=False)},
@@ -495,7 +510,8 @@ class FactorizationStudy(StudyBase):
                                   "controls", "effective_dimension", "eigenvalues_final", "explained_variance_top4_final",
                                   "final_accuracy", "persistence_top"})
     run_tables = {
-        "composition": ("run", "step", "region", "x", "y", "joint", "n", "region_size", "x_error", "y_error", "located"),
+        "composition": ("run", "step", "region", "x", "y", "joint", "n", "region_size", "x_error", "y_error", "located",
+                        "single", "joint_single"),  # the last two with eval.composition.count_peaks
         "geometry": ("run", "step", "hook", "t", "effective_dimension", "explained_variance_top4", "points", "features",
                      "eigenvalue_<k>", "additive_share", "additive_chance", "subspace_overlap", "subspace_max_cosine",
                      "betti_<d>", "h1_bar_<k>", "h2_bar_<k>"),

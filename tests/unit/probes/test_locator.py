@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conceptlab.data.bumps import image_type, lattice, render, wrap
-from conceptlab.probes.locator import generation_accuracy, locate
+from conceptlab.probes.locator import count_peaks, generation_accuracy, locate, within_tolerance
 
 
 def test_bump_lattice_is_recovered_exactly():
@@ -62,3 +62,30 @@ def test_generation_accuracy_counts_and_errors():
 def test_tolerance_must_be_positive(tol):
     with pytest.raises(ValueError, match="tolerance must be > 0"):
         generation_accuracy(torch.zeros(2, 2), torch.zeros(2, 2), tol)
+
+
+@pytest.mark.parametrize("kind", ["bump", "sos", "vertical", "product"])
+def test_count_peaks_tells_one_bump_from_two(kind):
+    labels = torch.tensor([[8.0, 8.0], [3.5, 12.2], [0.2, 0.3]])
+    one = render(kind, labels, 16, (1.0, 1.0), 0, False)
+    two = one + 0.8 * render(kind, torch.tensor([[12.0, 3.0]] * 3), 16, (1.0, 1.0), 0, False)
+    assert count_peaks(one, kind).tolist() == [1, 1, 1]
+    assert count_peaks(two, kind).tolist() == [2, 2, 2]
+    faint = one + 0.3 * render(kind, torch.tensor([[12.0, 3.0]] * 3), 16, (1.0, 1.0), 0, False)
+    assert count_peaks(faint, kind).tolist() == [1, 1, 1]  # under half the contrast: not a second bump
+    assert count_peaks(torch.zeros(2, 16, 16), kind).tolist() == [0, 0]  # blank: no peak
+
+
+def test_count_peaks_wraps_on_a_torus_and_refuses_bad_input():
+    edge = render("bump", torch.tensor([[0.2, 8.0]]), 16, (1.0, 1.0), 0, True)  # split across the seam
+    assert count_peaks(edge, "bump", periodic=True).tolist() == [1]
+    assert count_peaks(edge, "bump", periodic=False).tolist() == [2]
+    with pytest.raises(ValueError, match="rel_height"):
+        count_peaks(edge, "bump", rel_height=0.0)
+    with pytest.raises(ValueError, match="images"):
+        count_peaks(torch.zeros(16, 16), "bump")
+
+
+def test_within_tolerance_is_per_coordinate_and_nan_is_wrong():
+    ok = within_tolerance(torch.tensor([[1.0, float("nan")], [5.0, 5.5]]), torch.tensor([[1.5, 2.0], [5.0, 7.0]]))
+    assert ok.tolist() == [[True, False], [True, False]]

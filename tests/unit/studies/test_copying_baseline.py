@@ -40,3 +40,23 @@ def test_copying_never_scores_under_a_half_step_tolerance():
     cfg, dgp = _world(11.0, 12.0, tolerance=0.5)
     table = copying_accuracy(cfg, dgp).set_index("region")
     assert table.loc["held_out", "joint"] == 0.0 and table.loc["train", "joint"] == pytest.approx(1.0)
+
+
+def test_count_peaks_adds_single_and_joint_single_and_leaves_run_ids_alone():
+    from conceptlab.experiments.loading import config_to_yaml
+    from conceptlab.studies.factorization import accuracy_rows, region_labels
+
+    assert "count_peaks" not in config_to_yaml(load_config("compose-vs-interpolate-tiny"))  # default: old run ids
+    cfg = load_config("compose-vs-interpolate-tiny", ["eval.composition.count_peaks=true"])
+    dgp = BumpWorld(cfg.data)
+    regions = region_labels(dgp, 64, 0)
+    labels = torch.cat(list(regions.values()))
+    images = dgp.render(labels)
+    far = labels.clone()
+    far[:, 0] = torch.where(labels[:, 0] < 11, labels[:, 0] + 8, labels[:, 0] - 8)  # a second cross 8 columns away
+    images[:32] = images[:32] + 0.8 * dgp.render(far[:32])
+    table = accuracy_rows(cfg, dgp, regions, images, 0).set_index("region")
+    assert table.loc["train", "joint"] == pytest.approx(1.0)  # the brightest cross is still at its label
+    assert table.loc["train", "single"] == pytest.approx(1 - 32 / len(regions["train"]))
+    assert table.loc["train", "joint_single"] == pytest.approx(table.loc["train", "single"])
+    assert table.loc["held_out", "single"] == pytest.approx(1.0)
