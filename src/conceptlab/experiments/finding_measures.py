@@ -151,6 +151,44 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
     return out
 
 
+def _held_out_trajectory(r, target: str) -> Any:
+    """(steps, points, valid images per step) of the target's naive concept-space trajectory in a run's table
+    (`studies.emergence.oriented_trajectory`: each axis oriented so 1 is the target's value); NOT_MEASURED when
+    the run lacks the table or the target."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.studies.emergence import oriented_trajectory
+
+    path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+    if path is None or not path.is_file():
+        return NOT_MEASURED
+    table = read_parquet(path)
+    table = table.assign(**{"class": table["class"].astype(str)})
+    rows = table[table["class"] == str(target)]
+    if rows.empty:
+        return NOT_MEASURED
+    steps, points = oriented_trajectory(table, str(target), list(dict.fromkeys(rows["concept"])))
+    valid = (rows["n"] * rows["valid_fraction"]).groupby(rows["step"]).min().round().astype(int)
+    return steps, points, valid.reindex(steps).to_numpy()
+
+
+def _per_trajectory(runs: list, target: str, min_checkpoints: int, value) -> dict[int, Any]:
+    """{seed: value(steps, points, counts, run)} over runs with the target's trajectory; NOT_MEASURED without it,
+    None with fewer than `min_checkpoints` readings or a NaN value."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    out: dict[int, Any] = {}
+    for r in runs:
+        read = _held_out_trajectory(r, target)
+        if read is NOT_MEASURED:
+            out[r.seed] = NOT_MEASURED
+            continue
+        if len(read[0]) < min_checkpoints:
+            out[r.seed] = None
+            continue
+        x = float(value(*read, r))
+        out[r.seed] = None if math.isnan(x) else x
+    return out
+
 
 def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", part: str = "observed",
                        draws: int = 999, seed: int = 0) -> dict[int, Any]:
@@ -160,37 +198,19 @@ def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", p
     chord) or "angle" (the sudden-turn detector's largest angle, degrees). The null's random stream is `seed` + the
     run's seed. Not measured when the run lacks its concept-space table or the target; None when the test is
     undefined (fewer than three checkpoints with a reading, or a path that ends where it started)."""
-    from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.analysis.turn_null import turn_test
-    from conceptlab.studies.emergence import oriented_trajectory
 
     if statistic not in ("bow", "angle"):
         raise ValueError(f"statistic must be 'bow' or 'angle', got {statistic!r}")
     if part not in ("observed", "null_q95"):
         raise ValueError(f"part must be 'observed' or 'null_q95', got {part!r}")
-    out: dict[int, Any] = {}
-    for r in runs:
-        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
-        if path is None or not path.is_file():
-            out[r.seed] = NOT_MEASURED
-            continue
-        table = read_parquet(path)
-        table = table.assign(**{"class": table["class"].astype(str)})
-        rows = table[table["class"] == str(target)]
-        if rows.empty:
-            out[r.seed] = NOT_MEASURED
-            continue
-        concepts = list(dict.fromkeys(rows["concept"]))
-        steps, points = oriented_trajectory(table, str(target), concepts)
-        if len(steps) < 3:
-            out[r.seed] = None
-            continue
-        valid = (rows["n"] * rows["valid_fraction"]).groupby(rows["step"]).min().round().astype(int)
-        test = turn_test(steps, points, valid.reindex(steps).to_numpy(), draws=draws, seed=int(seed) + int(r.seed))
-        value = {("bow", "observed"): test.bow, ("bow", "null_q95"): test.bow_null_q95,
-                 ("angle", "observed"): test.angle, ("angle", "null_q95"): test.angle_null_q95}[statistic, part]
-        out[r.seed] = None if math.isnan(value) else float(value)
-    return out
+
+    def value(steps, points, counts, r) -> float:
+        test = turn_test(steps, points, counts, draws=draws, seed=int(seed) + int(r.seed))
+        return {("bow", "observed"): test.bow, ("bow", "null_q95"): test.bow_null_q95,
+                ("angle", "observed"): test.angle, ("angle", "null_q95"): test.angle_null_q95}[statistic, part]
+
+    return _per_trajectory(runs, target, 3, value)
 
 
 def _copying(r, region: str, metric: str) -> Any:
@@ -271,26 +291,6 @@ def independent_sigmoids_r2(runs: list, target: str = "11") -> dict[int, Any]:
     parameters for two concepts, as the gated flow has) on the target's naive concept-space trajectory, the
     trajectory and start time the run's own gated-flow fit used (`studies.emergence.oriented_trajectory`, t = 0).
     Not measured without the concept-space table or the target; None with fewer than 5 checkpoints."""
-    from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.analysis.phenomenology import fit_independent_sigmoids
-    from conceptlab.studies.emergence import oriented_trajectory
 
-    out: dict[int, Any] = {}
-    for r in runs:
-        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
-        if path is None or not path.is_file():
-            out[r.seed] = NOT_MEASURED
-            continue
-        table = read_parquet(path)
-        table = table.assign(**{"class": table["class"].astype(str)})
-        rows = table[table["class"] == str(target)]
-        if rows.empty:
-            out[r.seed] = NOT_MEASURED
-            continue
-        steps, points = oriented_trajectory(table, str(target), list(dict.fromkeys(rows["concept"])))
-        if len(steps) < 5:
-            out[r.seed] = None
-            continue
-        r2 = fit_independent_sigmoids(steps, points).r2
-        out[r.seed] = None if math.isnan(r2) else float(r2)
-    return out
+    return _per_trajectory(runs, target, 5, lambda steps, points, counts, r: fit_independent_sigmoids(steps, points).r2)
