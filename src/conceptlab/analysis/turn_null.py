@@ -10,14 +10,17 @@ The null here is a parametric bootstrap of a straight path:
 - `straight_path(points)`: the path with no turn that stays closest to the observed one — the segment from its first
   to its last point, travelled with the observed progress along it (each point's projection on the segment, made
   non-decreasing and kept in [0, 1]), so the null keeps the trajectory's timing and loses only its direction changes.
-- `null_turn_angles(points, counts, draws, rng)`: the detector's angle on `draws` redraws of that path, each
-  coordinate at each checkpoint redrawn as Binomial(counts, q) / counts around the straight path's value q.
-  For a mean of `counts` readings in [0, 1] with mean q, the binomial variance q(1 − q) / counts is the largest
-  possible, so the null is at least as noisy as the real sampling noise (conservative: it makes a turn harder to
-  call real).
-- `turn_test(steps, points, counts, draws, seed)`: the observed angle, the null's 95th percentile and the one-sided
-  bootstrap p-value (1 + #{null ≥ observed}) / (draws + 1). NaN p when the test is undefined (fewer than three
-  checkpoints, or a path that ends where it started).
+- `redraw_straight(points, counts, draws, rng)`: `draws` redraws of that path, each coordinate at each checkpoint
+  drawn independently around the straight path's value q with mean q and variance q(1 − q) / counts (a Beta): for
+  a mean of `counts` readings in [0, 1] that is the largest variance possible, so the null is at least as noisy as
+  one checkpoint's sampling noise. It is also independent across checkpoints, while the evaluation reuses each
+  image's noise at every checkpoint (readings of neighbouring checkpoints are correlated): both make the test
+  conservative and weak: a turn it does not call real is not shown, which is not the same as absent. Counts
+  must be ≥ 2.
+- `chord_bow(points)`: the path's largest distance from its chord (how far it bows away from a straight path).
+- `turn_test(steps, points, counts, draws, seed)`: for the bow and for the detector's angle, the observed value, the
+  null's 95th percentile and the one-sided bootstrap p-value (1 + #{null ≥ observed}) / (draws + 1). NaN when the
+  test is undefined (fewer than three checkpoints, or a path that ends where it started).
 
 Pure functions on numpy arrays; the detector's own settings (`min_norm`, `min_fraction`) are passed through, so the
 null applies exactly the rule the observed angle was read with.
@@ -87,18 +90,23 @@ def chord_bow(points: np.ndarray) -> float:
 
 
 def redraw_straight(points: np.ndarray, counts: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """`draws` binomial redraws of the straight path: [draws, checkpoints, concepts]."""
+    """`draws` redraws of the straight path, [draws, checkpoints, concepts]: each value drawn from
+    Beta(q (n − 1), (1 − q)(n − 1)) around the path's value q, n the checkpoint's count (mean q, variance
+    q(1 − q)/n, the largest a mean of n readings in [0, 1] can have). Continuous, like the readings: a binomial
+    redraw put values on a 1/n grid, where a saturated coordinate is redrawn as exactly 1 and every reversal is
+    exactly 180°, which no observed mean of soft probabilities reaches."""
     path = straight_path(points)
     if path is None:
         raise ValueError("the path ends where it started: a straight-path null is undefined")
     counts = np.asarray(counts, dtype=int)
-    if counts.shape != (path.shape[0],) or (counts < 1).any():
-        raise ValueError(f"counts must be one positive count per checkpoint ({path.shape[0]}), got {counts}")
+    if counts.shape != (path.shape[0],) or (counts < 2).any():
+        raise ValueError(f"counts must be one count ≥ 2 per checkpoint ({path.shape[0]}), got {counts}")
     if draws < 1:
         raise ValueError(f"draws must be ≥ 1, got {draws}")
-    q = np.clip(path, 0.0, 1.0)
-    n = counts[None, :, None]
-    return rng.binomial(np.broadcast_to(n, (draws, *q.shape)), np.broadcast_to(q, (draws, *q.shape))) / n
+    q = np.clip(path, 1e-6, 1.0 - 1e-6)
+    shape = (draws, *q.shape)
+    n = counts[None, :, None] - 1.0
+    return rng.beta(np.broadcast_to(q * n, shape), np.broadcast_to((1.0 - q) * n, shape))
 
 
 def turn_test(steps: np.ndarray, points: np.ndarray, counts: np.ndarray, draws: int = 999, seed: int = 0,

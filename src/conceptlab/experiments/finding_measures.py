@@ -151,10 +151,14 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
     return out
 
 
-def _held_out_trajectory(r, target: str) -> Any:
+MIN_VALID_FRACTION = 0.25  # a turn is read from checkpoints with at least this share of valid images (as the figures)
+
+
+def _held_out_trajectory(r, target: str, min_valid: float = 0.0) -> Any:
     """(steps, points, valid images per step) of the target's naive concept-space trajectory in a run's table
-    (`studies.emergence.oriented_trajectory`: each axis oriented so 1 is the target's value); NOT_MEASURED when
-    the run lacks the table or the target."""
+    (`studies.emergence.oriented_trajectory`: each axis oriented so 1 is the target's value), keeping checkpoints
+    read from at least max(2, `min_valid` × n) valid images when `min_valid` > 0; NOT_MEASURED when the run lacks
+    the table or the target."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.studies.emergence import oriented_trajectory
 
@@ -168,17 +172,21 @@ def _held_out_trajectory(r, target: str) -> Any:
         return NOT_MEASURED
     steps, points = oriented_trajectory(table, str(target), list(dict.fromkeys(rows["concept"])))
     valid = (rows["n"] * rows["valid_fraction"]).groupby(rows["step"]).min().round().astype(int)
-    return steps, points, valid.reindex(steps).to_numpy()
+    counts = valid.reindex(steps).to_numpy()
+    if min_valid > 0:
+        keep = counts >= max(2, math.ceil(min_valid * int(rows["n"].max())))
+        steps, points, counts = steps[keep], points[keep], counts[keep]
+    return steps, points, counts
 
 
-def _per_trajectory(runs: list, target: str, min_checkpoints: int, value) -> dict[int, Any]:
-    """{seed: value(steps, points, counts, run)} over runs with the target's trajectory; NOT_MEASURED without it,
-    None with fewer than `min_checkpoints` readings or a NaN value."""
+def _per_trajectory(runs: list, target: str, min_checkpoints: int, value, min_valid: float = 0.0) -> dict[int, Any]:
+    """{seed: value(steps, points, counts, run)} over runs with the target's trajectory (`_held_out_trajectory`);
+    NOT_MEASURED without it, None with fewer than `min_checkpoints` readings or a NaN value."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
     out: dict[int, Any] = {}
     for r in runs:
-        read = _held_out_trajectory(r, target)
+        read = _held_out_trajectory(r, target, min_valid)
         if read is NOT_MEASURED:
             out[r.seed] = NOT_MEASURED
             continue
@@ -196,8 +204,9 @@ def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", p
     of the same statistic on a straight path redrawn at the run's sampling resolution (`part` "null_q95"; its
     binding null, `analysis.turn_null.turn_test`). `statistic` is "bow" (the path's largest distance from its
     chord) or "angle" (the sudden-turn detector's largest angle, degrees). The null's random stream is `seed` + the
-    run's seed. Not measured when the run lacks its concept-space table or the target; None when the test is
-    undefined (fewer than three checkpoints with a reading, or a path that ends where it started)."""
+    run's seed. Checkpoints read from fewer than max(2, 25% of the generations) valid images are left out (one
+    image's reading would anchor the chord). Not measured when the run lacks its concept-space table or the target;
+    None when the test is undefined (fewer than three checkpoints left, or a path that ends where it started)."""
     from conceptlab.analysis.turn_null import turn_test
 
     if statistic not in ("bow", "angle"):
@@ -210,7 +219,7 @@ def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", p
         return {("bow", "observed"): test.bow, ("bow", "null_q95"): test.bow_null_q95,
                 ("angle", "observed"): test.angle, ("angle", "null_q95"): test.angle_null_q95}[statistic, part]
 
-    return _per_trajectory(runs, target, 3, value)
+    return _per_trajectory(runs, target, 3, value, MIN_VALID_FRACTION)
 
 
 def _copying(r, region: str, metric: str) -> Any:

@@ -357,7 +357,8 @@ def base_config(runs: RunSetSpec, overrides: list[str] | None = None) -> RunConf
 
 PAPER_SWITCHES: dict[str, Any] = {  # docs/setups.md: every training switch on the authors' side (not the network size)
     "diffusion.process": "vdm", "diffusion.prediction": "eps", "diffusion.time_input": "normalized_gamma",
-    "diffusion.reconstruction": "gaussian", "diffusion.guidance_convention": "diffusers", "data.null_value": -1.0,
+    "diffusion.reconstruction": "gaussian", "diffusion.data_noise": 1e-3, "diffusion.guidance_convention": "diffusers",
+    "data.null_value": -1.0, "data.prompt_layout": "paper11",
     "model.prompt_shift": 0.0, "model.prompt_scale": 1.0, "model.embedding_final_gelu": True, "model.norm_eps": 1e-6,
     "train.lr": 1e-3, "train.weight_decay": 0.01, "train.ema_decay": None, "eval.use_ema": False,
 }
