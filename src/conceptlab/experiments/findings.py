@@ -360,6 +360,7 @@ PAPER_SWITCHES: dict[str, Any] = {  # docs/setups.md: every training switch on t
     "diffusion.reconstruction": "gaussian", "diffusion.data_noise": 1e-3, "diffusion.guidance_convention": "diffusers",
     "data.null_value": -1.0, "data.prompt_layout": "paper11",
     "model.prompt_shift": 0.0, "model.prompt_scale": 1.0, "model.embedding_final_gelu": True, "model.norm_eps": 1e-6,
+    "model.dropout": 0.1,
     "train.lr": 1e-3, "train.weight_decay": 0.01, "train.ema_decay": None, "eval.use_ema": False,
 }
 
