@@ -134,3 +134,19 @@ def test_a_finding_is_reproduced_only_when_every_criterion_is():
         finding_verdict([])
     with pytest.raises(ValueError, match="unknown"):
         finding_verdict(["passed"])
+
+
+def test_all_on_one_seed_counts_the_seeds_where_every_criterion_passes():
+    from conceptlab.analysis.finding_criteria import all_on_one_seed
+
+    a = {"seeds": [{"seed": 100, "passed": True}, {"seed": 101, "passed": False}, {"seed": 102, "passed": True}]}
+    b = {"seeds": [{"seed": 100, "passed": False}, {"seed": 101, "passed": True}, {"seed": 102, "passed": True}]}
+    assert all_on_one_seed([a, b]) == {"passed": 1, "of": 3, "seeds": [102], "no_run": 0}
+    c = {"seeds": [{"seed": 100, "passed": False}, {"seed": 101, "passed": True}, {"seed": 102, "passed": False}]}
+    assert all_on_one_seed([a, c])["passed"] == 0  # each passes somewhere, never together
+    unrun = {"seeds": [{"seed": 100, "passed": True}, {"seed": 101, "passed": False, "note": "no run"},
+                       {"seed": 102, "passed": True}]}
+    assert all_on_one_seed([a, unrun]) == {"passed": 2, "of": 3, "seeds": [100, 102], "no_run": 1}
+    assert all_on_one_seed([a]) is None  # one criterion: its own count says it
+    other = {"seeds": [{"seed": 200, "passed": True}]}
+    assert all_on_one_seed([a, other]) is None  # different report seeds: no common seed to read

@@ -31,6 +31,9 @@ the missing seeds could still change is `incomplete` (enough passes already: `re
 seeds left to reach `min_seeds`: `mixed`); a finding with an `incomplete` criterion is `mixed` when its settled
 criteria already make it so (one mixed, or one reproduced and one not), `incomplete` otherwise.
 
+**Whole on one seed.** `all_on_one_seed` counts the report seeds on which every criterion of a finding passes at
+once: a finding is a conjunction on each seed, and criteria that pass on different seeds make no seed show it.
+
 Pure functions on plain numbers; no I/O.
 """
 
@@ -50,7 +53,7 @@ INCOMPLETE = "incomplete"
 FINDING_VERDICTS = (*VERDICTS, INCOMPLETE)
 ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
 __all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED", "SeedResult", "uncensor",
-           "compare", "trend", "evaluate", "verdict_with_missing", "finding_verdict", "spread"]
+           "compare", "trend", "evaluate", "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,22 @@ def trend(xs: Sequence[float], ys: Sequence[float | None]) -> float:
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan
     return float(np.corrcoef(x, y)[0, 1])
+
+
+def all_on_one_seed(criteria: Sequence[Mapping]) -> dict | None:
+    """On how many report seeds does every criterion pass at once? {"passed", "of", "seeds", "no_run"} over the seeds every
+    criterion was evaluated on (each criterion's `seeds`: dicts with seed and passed); None with fewer than two
+    criteria or when they do not share their seeds (e.g. different run sets with different report seeds). A finding
+    whose criteria each pass on some seeds may hold whole on none: the per-criterion verdicts do not say."""
+    if len(criteria) < 2:
+        return None
+    by_seed = [{int(r["seed"]): bool(r["passed"]) for r in c["seeds"]} for c in criteria]
+    seeds = set(by_seed[0])
+    if not seeds or any(set(b) != seeds for b in by_seed):
+        return None
+    whole = sorted(s for s in seeds if all(b[s] for b in by_seed))
+    unrun = {int(r["seed"]) for c in criteria for r in c["seeds"] if r.get("note") == "no run"}
+    return {"passed": len(whole), "of": len(seeds), "seeds": whole, "no_run": len(unrun)}
 
 
 def spread(values: Sequence[float]) -> dict:

@@ -1052,6 +1052,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
         "control": finding.control, "reason": finding.reason,
         "verdict": finding_criteria.finding_verdict([c["verdict"] for c in out_criteria]),
         "criteria": out_criteria,
+        "all_on_one_seed": finding_criteria.all_on_one_seed(out_criteria),
         "run_sets": {n: {"seeds": p.sets[n].seeds, "command": p.sets[n].command, "folder": str(p.sets[n].root),
                          "finished": len(recs[n]), "missing": missing[n]} for n in sets_used},
         "machines": machines, "precision": precision, "threads": threads, "code": commits,

@@ -84,6 +84,13 @@ def has_runs(f: dict) -> bool:
     return any(s.get("note") != "no run" for c in f["criteria"] for s in c["seeds"])
 
 
+def _whole_line(whole: dict) -> str:
+    """How many report seeds show the whole finding (every criterion passing on the same seed)."""
+    seeds = ", ".join(map(str, whole["seeds"])) or "none"
+    unrun = f"; {whole['no_run']} without a finished run" if whole.get("no_run") else ""
+    return f"Every criterion on the same seed: {whole['passed']}/{whole['of']} (seeds: {seeds}{unrun})."
+
+
 def _no_runs_yet(f: dict) -> str:
     sets = ", ".join(f"{n} (seeds {', '.join(map(str, s['seeds']))})" for n, s in f.get("run_sets", {}).items())
     return (f"No finished run yet: every report seed of its run sets ({sets}) is 'no run'. "
@@ -183,6 +190,8 @@ def findings_markdown(result: dict) -> str:
             out += [_no_runs_yet(f), ""]
             continue
         out += [_md_table(criteria_table(f)), ""]
+        if f.get("all_on_one_seed") is not None:
+            out += [_whole_line(f["all_on_one_seed"]), ""]
         for c in f["criteria"]:
             out.append(f"- `{c['name']}`: {c['statement']}")
             if c["verdict"] != "reproduced" and c.get("restated"):
@@ -219,6 +228,8 @@ def findings_html(result: dict, root: Path) -> str:
             body.append(f"<p>{html.escape(_no_runs_yet(f))}</p>")
         elif f["criteria"]:
             body.append(table_html(criteria_table(f), f"{f['name']}-criteria"))
+            if f.get("all_on_one_seed") is not None:
+                body.append(f"<p>{html.escape(_whole_line(f['all_on_one_seed']))}</p>")
             body.append("<ul>" + "".join(
                 f"<li><code>{html.escape(c['name'])}</code>: {html.escape(c['statement'])}"
                 + (f"<br><i>Restated:</i> {html.escape(c['restated'])}" if c["verdict"] != "reproduced"
