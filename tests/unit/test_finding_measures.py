@@ -103,18 +103,19 @@ def test_straight_path_turn_reads_the_trajectory_and_its_null_per_seed(tmp_path)
     l_turn = [(0.05, 0.05), (0.05, 0.5), (0.05, 0.95), (0.05, 0.95), (0.5, 0.95), (0.95, 0.95), (0.95, 0.95)]
     line = [(0.05 + 0.15 * i, 0.05 + 0.15 * i) for i in range(7)]
     runs = [_trajectory_run(tmp_path, "turn", 100, l_turn, n=32), _trajectory_run(tmp_path, "line", 101, line, n=32)]
-    observed = straight_path_turn(runs, statistic="bow", part="observed")
-    null = straight_path_turn(runs, statistic="bow", part="null_q95")
+    observed = straight_path_turn(runs, part="observed")
+    null = straight_path_turn(runs, part="null_q95")
     assert observed[100] == pytest.approx(0.9 / math.sqrt(2), abs=1e-6)  # (0.05, 0.95) from the diagonal
     assert observed[100] > null[100]  # the L turns beyond a redrawn straight path
     assert observed[101] == pytest.approx(0.0, abs=1e-9) and observed[101] < null[101]
-    assert straight_path_turn(runs, statistic="bow", part="null_q95") == null  # the null's stream is fixed per seed
+    assert straight_path_turn(runs, part="null_q95", draws=998) != null  # a fresh test, not a stale cached one
+    assert straight_path_turn(runs, part="null_q95") == null  # the null's stream is fixed per seed
     empty = tmp_path / "empty"
     empty.mkdir()
     assert straight_path_turn([RunRecord("e", 102, {}, {}, empty)]) == {102: NOT_MEASURED}
     assert straight_path_turn([_trajectory_run(tmp_path, "short", 103, l_turn[:2])]) == {103: None}
-    with pytest.raises(ValueError, match="statistic"):
-        straight_path_turn(runs, statistic="area")
+    with pytest.raises(ValueError, match="part"):
+        straight_path_turn(runs, part="median")
 
 
 def _bump_run(tmp_path, seed: int, low: float, high: float, accuracy: float) -> RunRecord:

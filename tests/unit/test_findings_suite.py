@@ -587,7 +587,6 @@ def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
     assert value_label({"table": "composition", "column": "joint_accuracy"}) == "joint accuracy"
     assert value_label({"path": "x.acc", "across": "data.gap_width"}) == "Spearman ρ vs gap_width"
     assert value_label({"compute": "pkg.mod:fit_r2"}) == "fit r2"
-    assert value_label({"compute": "pkg.mod:straight_path_turn", "args": {"statistic": "bow"}}) == "straight path turn (bow)"
     seeds = [{"seed": 100, "value": 500.0, "control": float("inf"), "passed": True, "note": ""}]
     crit = {"name": "c", "direction": "less", "control": {"path": "a.b"}, "threshold": None, "seeds": seeds,
             "passed": 1, "of": 1, "value": {"path": "emergence.step"}}

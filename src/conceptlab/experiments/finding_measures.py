@@ -10,9 +10,9 @@
 - `matched_naive_score(runs, intervention, target, step, ...)` (a `compute` value): per seed, the bias-matched naive
   baseline of one intervention at one checkpoint — the best score of as many naive batches (naive prompting on
   noise streams 0..k−1) as the intervention has variants there (k), as `analysis.emergence_stats` matches them.
-- `straight_path_turn(runs, target, statistic, part, ...)` (a `compute` value): per seed, the turn of the held-out
-  prompt's naive trajectory (its bow from the chord, or the detector's angle) or, as its control, the 95th
-  percentile of the same statistic on a straight path redrawn at the run's sampling resolution
+- `straight_path_turn(runs, target, part, ...)` (a `compute` value): per seed, the turn of the held-out prompt's
+  naive trajectory (its bow from the chord) or, as its control, the 95th percentile of the bow of a straight path
+  redrawn at the run's sampling resolution
   (`analysis.turn_null`): the null of the memorization-then-turn finding.
 - `independent_sigmoids_r2(runs, target)` (a `compute` value): per seed, R² of the gated flow's parameter-matched
   null (`analysis.phenomenology.fit_independent_sigmoids`) on the held-out prompt's naive trajectory.
@@ -27,6 +27,7 @@ summary, folder) and returns {seed: value}.
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 from typing import Any, Sequence
@@ -154,7 +155,7 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
 MIN_VALID_FRACTION = 0.25  # a turn is read from checkpoints with at least this share of valid images (as the figures)
 
 
-def _held_out_trajectory(r, target: str, min_valid: float = 0.0) -> Any:
+def _held_out_trajectory(folder, target: str, min_valid: float = 0.0) -> Any:
     """(steps, points, valid images per step) of the target's naive concept-space trajectory in a run's table
     (`studies.emergence.oriented_trajectory`: each axis oriented so 1 is the target's value), keeping checkpoints
     read from at least max(2, `min_valid` × n) valid images when `min_valid` > 0; NOT_MEASURED when the run lacks
@@ -162,7 +163,7 @@ def _held_out_trajectory(r, target: str, min_valid: float = 0.0) -> Any:
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.studies.emergence import oriented_trajectory
 
-    path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+    path = None if folder is None else RunFolder(folder).table("concept_space")
     if path is None or not path.is_file():
         return NOT_MEASURED
     table = read_parquet(path)
@@ -179,67 +180,71 @@ def _held_out_trajectory(r, target: str, min_valid: float = 0.0) -> Any:
     return steps, points, counts
 
 
-def _per_trajectory(runs: list, target: str, min_checkpoints: int, value, min_valid: float = 0.0) -> dict[int, Any]:
-    """{seed: value(steps, points, counts, run)} over runs with the target's trajectory (`_held_out_trajectory`);
-    NOT_MEASURED without it, None with fewer than `min_checkpoints` readings or a NaN value."""
-    from conceptlab.analysis.finding_criteria import NOT_MEASURED
-
-    out: dict[int, Any] = {}
-    for r in runs:
-        read = _held_out_trajectory(r, target, min_valid)
-        if read is NOT_MEASURED:
-            out[r.seed] = NOT_MEASURED
-            continue
-        if len(read[0]) < min_checkpoints:
-            out[r.seed] = None
-            continue
-        x = float(value(*read, r))
-        out[r.seed] = None if math.isnan(x) else x
-    return out
-
-
-def straight_path_turn(runs: list, target: str = "11", statistic: str = "bow", part: str = "observed",
-                       draws: int = 999, seed: int = 0) -> dict[int, Any]:
-    """Per seed: the turn of the target's naive concept-space trajectory (`part` "observed") or the 95th percentile
-    of the same statistic on a straight path redrawn at the run's sampling resolution (`part` "null_q95"; its
-    binding null, `analysis.turn_null.turn_test`). `statistic` is "bow" (the path's largest distance from its
-    chord) or "angle" (the sudden-turn detector's largest angle, degrees). The null's random stream is `seed` + the
-    run's seed. Checkpoints read from fewer than max(2, 25% of the generations) valid images are left out (one
-    image's reading would anchor the chord). Not measured when the run lacks its concept-space table or the target;
-    None when the test is undefined (fewer than three checkpoints left, or a path that ends where it started)."""
+@functools.lru_cache(maxsize=256)
+def _turn_test(folder: str, stamp: float, target: str, draws: int, seed: int):
+    """The straight-path test of one run's held-out trajectory (NOT_MEASURED, None or an `analysis.turn_null.TurnTest`),
+    computed once per run folder and table version (`stamp`: the table's mtime), as the observed value and its null's
+    quantile are two criteria sides read from the same test."""
     from conceptlab.analysis.turn_null import turn_test
 
-    if statistic not in ("bow", "angle"):
-        raise ValueError(f"statistic must be 'bow' or 'angle', got {statistic!r}")
+    read = _held_out_trajectory(folder, target, MIN_VALID_FRACTION)
+    if not isinstance(read, tuple):
+        return read
+    steps, points, counts = read
+    return None if len(steps) < 3 else turn_test(steps, points, counts, draws=draws, seed=seed)
+
+
+def straight_path_turn(runs: list, target: str = "11", part: str = "observed", draws: int = 999,
+                       seed: int = 0) -> dict[int, Any]:
+    """Per seed: the bow of the target's naive concept-space trajectory away from its chord (`part` "observed") or
+    the 95th percentile of the bow of a straight path redrawn at the run's sampling resolution (`part` "null_q95";
+    its binding null, `analysis.turn_null.turn_test`). The null's random stream is `seed` + the run's seed.
+    Checkpoints read from fewer than max(2, 25% of the generations) valid images are left out (one image's reading
+    would anchor the chord). Not measured when the run lacks its concept-space table or the target; None when the
+    test is undefined (fewer than three checkpoints left, or a path that ends where it started)."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
     if part not in ("observed", "null_q95"):
         raise ValueError(f"part must be 'observed' or 'null_q95', got {part!r}")
-
-    def value(steps, points, counts, r) -> float:
-        test = turn_test(steps, points, counts, draws=draws, seed=int(seed) + int(r.seed))
-        return {("bow", "observed"): test.bow, ("bow", "null_q95"): test.bow_null_q95,
-                ("angle", "observed"): test.angle, ("angle", "null_q95"): test.angle_null_q95}[statistic, part]
-
-    return _per_trajectory(runs, target, 3, value, MIN_VALID_FRACTION)
-
+    out: dict[int, Any] = {}
+    for r in runs:
+        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+        if path is None or not path.is_file():
+            out[r.seed] = NOT_MEASURED
+            continue
+        test = _turn_test(str(r.folder), path.stat().st_mtime, str(target), int(draws), int(seed) + int(r.seed))
+        if test is None or test is NOT_MEASURED:
+            out[r.seed] = test
+            continue
+        x = test.bow if part == "observed" else test.bow_null_q95
+        out[r.seed] = None if math.isnan(x) else float(x)
+    return out
 
 def _copying(r, region: str, metric: str) -> Any:
     """One run's copying accuracy (`studies.factorization.copying_accuracy` from its saved config); NOT_MEASURED
     when the run has no config or no such region."""
+    path = None if r.folder is None else Path(r.folder) / "config.yaml"
+    if path is None or not path.is_file():
+        from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+        return NOT_MEASURED
+    return _copying_of(str(path), path.stat().st_mtime, r.run_id, region, metric)
+
+
+@functools.lru_cache(maxsize=256)
+def _copying_of(path: str, stamp: float, run_id: str, region: str, metric: str) -> Any:
+    """`_copying` for one config file and version (`stamp`: its mtime): rendered once when several criteria read it."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.experiments.loading import ConfigError, load_config
     from conceptlab.data.bump_world import BumpWorld
-    from conceptlab.studies.factorization import CompositionEvalConfig, copying_accuracy
+    from conceptlab.studies.factorization import copying_accuracy
 
-    path = None if r.folder is None else Path(r.folder) / "config.yaml"
-    if path is None or not path.is_file():
-        return NOT_MEASURED
     try:
-        cfg = load_config(str(path))
+        cfg = load_config(path)
     except ConfigError:
         return NOT_MEASURED
     if cfg.data.kind != "bumps":
-        raise ValueError(f"copying accuracy needs a bump-world run, run {r.run_id} has data.kind {cfg.data.kind!r}")
-    cfg.eval.composition = cfg.eval.composition or CompositionEvalConfig()
+        raise ValueError(f"copying accuracy needs a bump-world run, run {run_id} has data.kind {cfg.data.kind!r}")
     table = copying_accuracy(cfg, BumpWorld(cfg.data))
     row = table[table["region"] == region]
     return NOT_MEASURED if row.empty else float(row[metric].iloc[0])
@@ -300,6 +305,15 @@ def independent_sigmoids_r2(runs: list, target: str = "11") -> dict[int, Any]:
     parameters for two concepts, as the gated flow has) on the target's naive concept-space trajectory, the
     trajectory and start time the run's own gated-flow fit used (`studies.emergence.oriented_trajectory`, t = 0).
     Not measured without the concept-space table or the target; None with fewer than 5 checkpoints."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.analysis.phenomenology import fit_independent_sigmoids
 
-    return _per_trajectory(runs, target, 5, lambda steps, points, counts, r: fit_independent_sigmoids(steps, points).r2)
+    out: dict[int, Any] = {}
+    for r in runs:
+        read = _held_out_trajectory(r.folder, target)
+        if read is NOT_MEASURED or len(read[0]) < 5:
+            out[r.seed] = None if read is not NOT_MEASURED else NOT_MEASURED
+            continue
+        r2 = fit_independent_sigmoids(read[0], read[1]).r2
+        out[r.seed] = None if math.isnan(r2) else float(r2)
+    return out

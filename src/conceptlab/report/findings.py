@@ -248,7 +248,7 @@ def findings_html(result: dict, root: Path) -> str:
 
 def value_label(value: dict) -> str:
     """The y label of a criterion's panel: what its value reads (a summary field, a table column, Spearman's ρ
-    across a config key, or the computing function's name with its `statistic` argument if it has one)."""
+    across a config key, or the computing function's name)."""
     if value.get("across"):
         return f"Spearman ρ vs {value['across'].split('.')[-1]}"
     if value.get("column"):
@@ -256,9 +256,7 @@ def value_label(value: dict) -> str:
     if value.get("path"):
         return str(value["path"]).split(".")[-1].replace("_", " ")
     if value.get("compute"):
-        name = str(value["compute"]).split(":")[-1].replace("_", " ")
-        statistic = (value.get("args") or {}).get("statistic")
-        return f"{name} ({statistic})" if statistic else name
+        return str(value["compute"]).split(":")[-1].replace("_", " ")
     return "value"
 
 
