@@ -4,7 +4,7 @@
     PYTHONPATH=src python scripts/schema_doc.py --runs /tmp/r    # keeps them there (reused when already made)
 
 It trains one tiny run of each data kind with the shipped micro presets (`micro` with every intervention on,
-`bumps-micro` with homology over training, `abstractions-micro`; seconds each on a CPU), opens the store over them
+`bumps-micro` with homology over training and bump counting, `abstractions-micro`; seconds each on a CPU), opens the store over them
 and takes every table's columns and DuckDB types from it; the descriptions (units, ranges, meaning, the files they
 come from) are the hand-written ones below, keyed by column. A column the store has and this script does not
 describe stops it with the list of them, so the doc cannot silently miss one; `tests/integration/store/
@@ -27,7 +27,7 @@ RUNS = {
     "shapes": ("micro", ["eval.interventions.samples=2", "eval.interventions.over_prompting.scales=[0.5]",
                          "eval.interventions.linear.alphas=[1.0]", "diffusion.cfg_dropout=0.2",
                          "eval.interventions.cfg.scales=[2.0]"]),
-    "bumps": ("bumps-micro", ["eval.geometry.homology_over_training=true"]),
+    "bumps": ("bumps-micro", ["eval.geometry.homology_over_training=true", "eval.composition.count_peaks=true"]),
     "shapes3d": ("abstractions-micro", []),
 }
 KINDS = tuple(RUNS)
@@ -162,6 +162,10 @@ VIEWS = {
             "x_error": ("pixels ≥ 0", "median absolute x error of the located bumps (wrapped on a torus)"),
             "y_error": ("pixels ≥ 0", "the same in y"),
             "located": ("[0, 1]", "fraction of generations in which the locator found a bump"),
+            "single": ("[0, 1]", "fraction of generations with exactly one bump (or one stripe per axis; "
+                       "probes.locator.count_peaks); with `eval.composition.count_peaks`, else absent"),
+            "joint_single": ("[0, 1]", "fraction of generations both jointly correct and single; with "
+                             "`eval.composition.count_peaks`, else absent"),
         }),
     "geometry": (
         "bumps", "`geometry.parquet` (from the per-checkpoint `geometry/step_*.parquet`)",
