@@ -109,8 +109,9 @@ def persistent_homology(
     diff = a[:, None, :] - a[None, :, :]
     scale = float(np.sqrt((diff**2).sum(-1)).max())
     if scale**2 <= 1e-12 * mean_square_norm:  # every point in one place (or all at 0): one component, no holes
+        # the diameter is rounding noise (a centred or projected copy of one point differs from it by ~1e-16): 0
         dgms = [np.array([[0.0, np.inf]])] + [np.zeros((0, 2)) for _ in range(max_dim)]
-        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": scale, "threshold": threshold * scale}
+        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale
