@@ -30,7 +30,7 @@ SHAPES3D = [f"data.levels.{factor}=[0,{last}]" for factor, last in
     "eval.abstractions.forks=2", "eval.abstractions.sample_steps=2", "eval.abstractions.probe_images=16",
     "eval.abstractions.conditional_samples=1", "eval.abstractions.classifier_images=50",
     "eval.abstractions.classifier_epochs=1", "eval.abstractions.batch_size=16",
-    "eval.abstractions.classifier_min_accuracy=0.0",
+    "eval.abstractions.classifier_min_accuracy=0.0", "eval.abstractions.probe_images=8", "eval.abstractions.batch_size=4",
 ]
 SHAPES = ["data.images_per_class=8", "eval.samples_per_class=2", "diffusion.sample_steps=2"] + TINY_PROBE
 
