@@ -161,3 +161,28 @@ def test_independent_sigmoids_r2_is_read_from_the_held_out_trajectory(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert independent_sigmoids_r2([RunRecord("e", 102, {}, {}, empty)]) == {102: NOT_MEASURED}
+
+
+def test_authors_learning_time_per_seed_at_the_runs_own_threshold(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import authors_learning_time
+
+    def run(name: str, seed: int, color: list[float], threshold: float) -> RunRecord:
+        rows = [{"run": name, "step": 100 * (i + 1), "class": "11", "split": "held_out", "concept": concept,
+                 "target": 1, "p_one": a, "accuracy": a, "valid_fraction": 1.0, "n": 8, "class_name": "11"}
+                for concept, curve in (("color", color), ("size", [0.0] * len(color))) for i, a in enumerate(curve)]
+        folder = tmp_path / name
+        folder.mkdir()
+        pd.DataFrame(rows).to_parquet(folder / "concept_space.parquet")
+        return RunRecord(name, seed, {"eval.accuracy_threshold": threshold}, {}, folder)
+
+    plateau = [0.0] * 5 + [0.85] * 10  # above 0.8, never above 0.9
+    runs = [run("a", 100, plateau, 0.8), run("b", 101, plateau, 0.9)]
+    # smoothed, 0.85·Φ((i − 4.5)/1.5) passes 0.8 from index 7: the run 7, 8, 9, its centre 8, step 900
+    assert authors_learning_time(runs, "color") == {100: 900.0, 101: None}
+    assert authors_learning_time(runs, "color", threshold=0.9) == {100: None, 101: None}
+    assert authors_learning_time(runs, "size") == {100: None, 101: None}
+    assert authors_learning_time(runs, "shape") == {100: NOT_MEASURED, 101: NOT_MEASURED}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert authors_learning_time([RunRecord("e", 102, {}, {}, empty)], "color") == {102: NOT_MEASURED}

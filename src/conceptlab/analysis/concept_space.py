@@ -7,7 +7,12 @@ value over valid images), the accuracy (an image counts only if the probe sees
 a valid object AND reads the target value) and the valid fraction.
 `learning_times` turns the table over checkpoints into each concept's learning
 time: the first checkpoint where the smoothed accuracy exceeds a threshold and
-stays above it for `stay` checkpoints.
+stays above it for `stay` checkpoints. That is our *trailing* variant (a trailing
+moving average; the run's first checkpoint above). `authors_learning_time` is the
+authors' released definition (their `analysis_concept_space.ipynb`): accuracy
+smoothed over checkpoints by a centred Gaussian (σ = 1.5 checkpoints), then the
+centre of the first run of 3 checkpoints above 0.9 (a binary erosion), one
+checkpoint later than the run's start.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy.ndimage import binary_erosion, gaussian_filter1d
 from torch import Tensor
 
 from conceptlab.probes.concept_classifier import read_concepts
@@ -77,8 +83,48 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
     return out
 
 
+AUTHORS_SIGMA = 1.5  # checkpoints; the authors' learning-time smoothing
+AUTHORS_THRESHOLD = 0.9
+AUTHORS_CONSISTENT = 3
+
+
+def authors_learning_index(accuracy: np.ndarray, threshold: float = AUTHORS_THRESHOLD, sigma: float = AUTHORS_SIGMA,
+                           consistent: int = AUTHORS_CONSISTENT) -> int | None:
+    """The authors' learning time as a checkpoint index (None if never): `accuracy` (one value per checkpoint, in
+    order) smoothed by a centred Gaussian of `sigma` checkpoints (edges reflected, truncated at 4σ: scipy's
+    defaults, as they used it), thresholded strictly, then eroded by a window of `consistent` (odd) checkpoints with
+    nothing above the threshold outside the run: the first index whose whole centred window is above, i.e. the
+    centre of the first run of `consistent` checkpoints above the threshold."""
+    if consistent % 2 != 1 or consistent < 1:
+        raise ValueError(f"consistent must be an odd number ≥ 1, got {consistent}")
+    values = np.asarray(accuracy, dtype=float)
+    if values.ndim != 1:
+        raise ValueError("accuracy must be one value per checkpoint")
+    if values.size == 0 or np.isnan(values).any():
+        return None
+    smoothed = gaussian_filter1d(values, sigma) if sigma > 0 else values
+    good = binary_erosion(smoothed > threshold, structure=np.ones(consistent, dtype=bool), border_value=0)
+    found = np.nonzero(good)[0]
+    return int(found[0]) if found.size else None
+
+
+def authors_learning_times(table: pd.DataFrame, threshold: float = AUTHORS_THRESHOLD, sigma: float = AUTHORS_SIGMA,
+                           consistent: int = AUTHORS_CONSISTENT) -> pd.DataFrame:
+    """Learning time per (split, concept) by the authors' definition (`authors_learning_index`) on the accuracy
+    averaged over the split's classes; columns split, concept, learning_time (a step; NaN if never)."""
+    rows = []
+    for (split, concept), group in table.groupby(["split", "concept"], sort=True):
+        curve = group.groupby("step")["accuracy"].mean().sort_index()
+        idx = authors_learning_index(curve.to_numpy(), threshold, sigma, consistent)
+        rows.append({"split": split, "concept": concept,
+                     "learning_time": float(curve.index[idx]) if idx is not None else math.nan})
+    return pd.DataFrame(rows, columns=["split", "concept", "learning_time"])
+
+
 def learning_times(table: pd.DataFrame, threshold: float = 0.9, smoothing: int = 3, stay: int = 3) -> pd.DataFrame:
-    """Learning time per (split, concept): accuracy averaged over the split's classes, smoothed over checkpoints."""
+    """Learning time per (split, concept), our trailing variant: accuracy averaged over the split's classes,
+    smoothed by a trailing mean of `smoothing` checkpoints, the first checkpoint of the first `stay` above
+    `threshold` (≥)."""
     rows = []
     for (split, concept), group in table.groupby(["split", "concept"], sort=True):
         curve = group.groupby("step")["accuracy"].mean().sort_index()

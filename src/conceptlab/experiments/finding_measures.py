@@ -152,6 +152,34 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
     return out
 
 
+def authors_learning_time(runs: list, concept: str, split: str = "held_out",
+                          threshold: float | None = None) -> dict[int, Any]:
+    """Per seed: the step at which `concept` is learned on `split` by the authors' definition
+    (`analysis.concept_space.authors_learning_times`: Gaussian smoothing σ 1.5 checkpoints, the centre of the first
+    3 checkpoints above the threshold: the run's own `eval.accuracy_threshold` unless given, the spec allowing 0.8
+    or 0.9), read from the run's concept-space table; None when never (censored high by the
+    criterion), not measured when the run lacks the table, the split or the concept. The summary's
+    `learning_time` is our trailing variant of the same reading."""
+    from conceptlab.analysis.concept_space import AUTHORS_THRESHOLD, authors_learning_times
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    out: dict[int, Any] = {}
+    for r in runs:
+        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+        if path is None or not path.is_file():
+            out[r.seed] = NOT_MEASURED
+            continue
+        cut = threshold if threshold is not None else r.config.get("eval.accuracy_threshold", AUTHORS_THRESHOLD)
+        times = authors_learning_times(read_parquet(path), threshold=float(cut))
+        row = times[(times["split"] == split) & (times["concept"] == concept)]
+        if row.empty:
+            out[r.seed] = NOT_MEASURED
+            continue
+        step = float(row["learning_time"].iloc[0])
+        out[r.seed] = None if math.isnan(step) else step
+    return out
+
+
 MIN_VALID_FRACTION = 0.25  # a turn is read from checkpoints with at least this share of valid images (as the figures)
 
 
