@@ -114,6 +114,12 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
     return out
 
 
+def _run_table(r, name: str) -> pd.DataFrame | None:
+    """A run's table `<name>.parquet`, or None when the run has no folder or no such table."""
+    path = None if r.folder is None else RunFolder(r.folder).table(name)
+    return read_parquet(path) if path is not None and path.is_file() else None
+
+
 def matched_naive_score(runs: list, intervention: str, target: str = "11", step: Any = "last",
                         before: dict[str, Any] | None = None) -> dict[int, Any]:
     """Per seed: the best naive score over noise streams 0..k−1 at one checkpoint, k the number of variants
@@ -127,11 +133,10 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
 
     out: dict[int, Any] = {}
     for r in runs:
-        path = None if r.folder is None else RunFolder(r.folder).table("interventions")
-        if path is None or not path.is_file():
+        table = _run_table(r, "interventions")
+        if table is None:
             out[r.seed] = NOT_MEASURED
             continue
-        table = read_parquet(path)
         table = table[table["target"].astype(str) == str(target)]
         if before is not None:
             rule = table[table["intervention"] == before["intervention"]]
@@ -165,12 +170,12 @@ def authors_learning_time(runs: list, concept: str, split: str = "held_out",
 
     out: dict[int, Any] = {}
     for r in runs:
-        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
-        if path is None or not path.is_file():
+        table = _run_table(r, "concept_space")
+        if table is None:
             out[r.seed] = NOT_MEASURED
             continue
         cut = threshold if threshold is not None else r.config.get("eval.accuracy_threshold", AUTHORS_THRESHOLD)
-        times = authors_learning_times(read_parquet(path), threshold=float(cut))
+        times = authors_learning_times(table, threshold=float(cut))
         row = times[(times["split"] == split) & (times["concept"] == concept)]
         if row.empty:
             out[r.seed] = NOT_MEASURED
