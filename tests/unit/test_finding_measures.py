@@ -186,3 +186,27 @@ def test_authors_learning_time_per_seed_at_the_runs_own_threshold(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert authors_learning_time([RunRecord("e", 102, {}, {}, empty)], "color") == {102: NOT_MEASURED}
+
+
+def test_authors_learning_time_trend_ranks_never_as_latest_and_a_constant_time_as_no_trend(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import authors_learning_time_trend
+
+    def run(name: str, seed: int, delta: float, jump: int | None) -> RunRecord:
+        curve = [0.0] * 20 if jump is None else [0.0] * jump + [1.0] * (20 - jump)
+        rows = [{"run": name, "step": 100 * (i + 1), "class": "11", "split": "held_out", "concept": "color",
+                 "target": 1, "p_one": a, "accuracy": a, "valid_fraction": 1.0, "n": 8, "class_name": "11"}
+                for i, a in enumerate(curve)]
+        folder = tmp_path / name
+        folder.mkdir()
+        pd.DataFrame(rows).to_parquet(folder / "concept_space.parquet")
+        return RunRecord(name, seed, {"data.color_separation": delta, "eval.accuracy_threshold": 0.9}, {}, folder)
+
+    falls = [run(f"a{i}", 100, d, j) for i, (d, j) in enumerate([(0.3, None), (0.5, 12), (0.7, 8), (0.9, 4)])]
+    rises = [run(f"b{i}", 101, d, j) for i, (d, j) in enumerate([(0.3, 4), (0.5, 8), (0.7, 12), (0.9, 14)])]
+    never = [run(f"c{i}", 102, d, None) for i, d in enumerate([0.3, 0.5, 0.7])]
+    few = [run(f"d{i}", 103, d, 5) for i, d in enumerate([0.3, 0.5])]
+    rho = authors_learning_time_trend(falls + rises + never + few, "color", "data.color_separation")
+    assert rho[100] == pytest.approx(-1.0) and rho[101] == pytest.approx(1.0)
+    assert rho[102] == 0.0 and rho[103] is None
+    assert authors_learning_time_trend(falls, "size", "data.color_separation") == {100: NOT_MEASURED}

@@ -157,6 +157,24 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
     return out
 
 
+def _authors_time(r, concept: str, split: str, threshold: float | None) -> Any:
+    """One run's learning time of `concept` on `split` by the authors' definition: a step, None when never,
+    NOT_MEASURED when the run lacks the concept-space table, the split or the concept."""
+    from conceptlab.analysis.concept_space import AUTHORS_THRESHOLD, authors_learning_times
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    table = _run_table(r, "concept_space")
+    if table is None:
+        return NOT_MEASURED
+    cut = threshold if threshold is not None else r.config.get("eval.accuracy_threshold", AUTHORS_THRESHOLD)
+    times = authors_learning_times(table, threshold=float(cut))
+    row = times[(times["split"] == split) & (times["concept"] == concept)]
+    if row.empty:
+        return NOT_MEASURED
+    step = float(row["learning_time"].iloc[0])
+    return None if math.isnan(step) else step
+
+
 def authors_learning_time(runs: list, concept: str, split: str = "held_out",
                           threshold: float | None = None) -> dict[int, Any]:
     """Per seed: the step at which `concept` is learned on `split` by the authors' definition
@@ -165,23 +183,35 @@ def authors_learning_time(runs: list, concept: str, split: str = "held_out",
     or 0.9), read from the run's concept-space table; None when never (censored high by the
     criterion), not measured when the run lacks the table, the split or the concept. The summary's
     `learning_time` is our trailing variant of the same reading."""
-    from conceptlab.analysis.concept_space import AUTHORS_THRESHOLD, authors_learning_times
-    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    return {r.seed: _authors_time(r, concept, split, threshold) for r in runs}
 
-    out: dict[int, Any] = {}
+
+def authors_learning_time_trend(runs: list, concept: str, across: str, split: str = "held_out",
+                                threshold: float | None = None) -> dict[int, Any]:
+    """Per seed: Spearman ρ, over the seed's runs, of `concept`'s learning time on `split` (the authors'
+    definition; never learned counts as later than any step) with the config key `across` (e.g.
+    data.color_separation). 0 when every run has the same time (never learned included): no trend. None with fewer
+    than 3 runs or one value of `across`; not measured when a run lacks the measure."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED, trend, uncensor
+
+    by_seed: dict[int, list] = {}
     for r in runs:
-        table = _run_table(r, "concept_space")
-        if table is None:
-            out[r.seed] = NOT_MEASURED
+        by_seed.setdefault(r.seed, []).append(r)
+    out: dict[int, Any] = {}
+    for seed, mine in by_seed.items():
+        times = [_authors_time(r, concept, split, threshold) for r in mine]
+        if any(t is NOT_MEASURED for t in times):
+            out[seed] = NOT_MEASURED
             continue
-        cut = threshold if threshold is not None else r.config.get("eval.accuracy_threshold", AUTHORS_THRESHOLD)
-        times = authors_learning_times(table, threshold=float(cut))
-        row = times[(times["split"] == split) & (times["concept"] == concept)]
-        if row.empty:
-            out[r.seed] = NOT_MEASURED
-            continue
-        step = float(row["learning_time"].iloc[0])
-        out[r.seed] = None if math.isnan(step) else step
+        xs = [r.config.get(across) for r in mine]
+        ys = [uncensor(t, "high") for t in times]
+        if len(mine) < 3 or len(set(xs)) < 2:
+            out[seed] = None
+        elif len(set(ys)) == 1:
+            out[seed] = 0.0
+        else:
+            rho = trend(xs, ys)
+            out[seed] = None if math.isnan(rho) else rho
     return out
 
 
