@@ -17,8 +17,9 @@ this run.
     .venv/bin/python bench/train_step.py --preset hidden-emergence-paper-tiny --levers channels_last compile
 
 `--levers` adds our step under a lever as further interleaved sides, each with its ratio to the reference:
-`channels_last` (weights and images in channels-last memory format) and `compile` (`torch.compile` of the network;
-its compile time, the first call, is printed apart and not in the step times).
+`channels_last` (weights and images in channels-last memory format), `compile` (`torch.compile` of the network;
+its compile time, the first call, is printed apart and not in the step times) and `uniform_dropout` (dropout masks
+drawn as a uniform ≥ p, `model.dropout_mask=uniform`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from conceptlab.train.precision import native_bf16, resolve_bf16
 from conceptlab.train.trainer import build_optimizer, train_step
 
 
-LEVERS = {"channels_last", "compile"}
+LEVERS = {"channels_last", "compile", "uniform_dropout"}
 
 
 def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, steps: int):
@@ -52,6 +53,12 @@ def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, s
         x = images.contiguous(memory_format=torch.channels_last)
     elif name == "compile":
         model.net = torch.compile(model.net)
+    elif name == "uniform_dropout":  # model.dropout_mask=uniform: the same mask distribution, drawn as rand ≥ p
+        from conceptlab.models.unet import MaskDropout
+
+        for module in model.modules():
+            if isinstance(module, MaskDropout):
+                module.mask = "uniform"
     opt = build_optimizer(model, cfg.train)
     began = time.perf_counter()
     train_step(model, opt, x, prompts, noise, bf16, "cpu", clip)
@@ -71,7 +78,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="training steps per repetition")
     parser.add_argument("--peak-size", type=int, default=2048, help="matmul size of the dense peak")
     parser.add_argument("--levers", nargs="*", default=[], choices=sorted(LEVERS),
-                        help="our step under these levers as further sides (channels_last, compile)")
+                        help="our step under these levers as further sides (channels_last, compile, uniform_dropout)")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.peak_size = 1, 256

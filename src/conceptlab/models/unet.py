@@ -17,7 +17,7 @@ from conceptlab.hooks.hook_point import HookPoint, name_hook_points
 class ModelConfig(StrictConfig):
     """Conditional UNet with named hook points (see `models.unet`)."""
 
-    added_fields = ("embedding_final_gelu", "norm_eps")
+    added_fields = ("embedding_final_gelu", "norm_eps", "dropout_mask")
 
     widths: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [64, 128, 256], min_length=1)
     blocks_per_level: int = Field(2, ge=1)
@@ -25,6 +25,10 @@ class ModelConfig(StrictConfig):
     attention_heads: int = Field(4, ge=1)
     norm_groups: int = Field(8, ge=1)
     dropout: float = Field(0.1, ge=0.0, lt=1.0)
+    dropout_mask: Literal["bernoulli", "uniform"] = Field(
+        "bernoulli", description="how dropout draws its mask: bernoulli (torch's dropout) or uniform (a uniform "
+        "draw ≥ p: the same distribution from another random stream, about 2× faster on a CPU)"
+    )
     pixel_unshuffle: int = Field(1, ge=1, description="space-to-depth factor applied to the input (1 = off)")
     concept_embedder: Literal["per_block", "shared"] = Field(
         "per_block", description="per_block: a small MLP per ResBlock (the paper); shared: one MLP for all blocks"
@@ -87,6 +91,30 @@ def _same_resolution_conv(channels: int) -> nn.Sequential:
     return nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(channels, channels, 2))
 
 
+class MaskDropout(nn.Module):
+    """Dropout whose mask is drawn either by torch's dropout (`bernoulli`) or as a uniform draw ≥ p (`uniform`):
+    the same distribution (each unit kept with probability 1 − p, kept units scaled by 1/(1 − p)), another random
+    stream. The uniform draw is made in fp32 whatever the activations' dtype (a bf16 uniform would be too coarse
+    to hit p). Identity in eval mode or at p = 0."""
+
+    def __init__(self, p: float, mask: str = "bernoulli") -> None:
+        super().__init__()
+        if mask not in ("bernoulli", "uniform"):
+            raise ValueError(f"dropout mask must be 'bernoulli' or 'uniform', got {mask!r}")
+        self.p, self.mask = float(p), mask
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        if self.mask == "bernoulli":
+            return F.dropout(x, self.p, True)
+        keep = torch.rand(x.shape, device=x.device) >= self.p
+        return x * keep.to(x.dtype) * (1.0 / (1.0 - self.p))
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, mask={self.mask}"
+
+
 class ResBlock(nn.Module):
     """GroupNorm→GELU→conv, + time bias + concept embedding, GroupNorm→GELU→Dropout→conv (zero-init), + residual.
 
@@ -98,7 +126,7 @@ class ResBlock(nn.Module):
 
     def __init__(
         self, in_ch: int, out_ch: int, cond_dim: int, prompt_dim: int | None, groups: int, dropout: float,
-        final_gelu: bool = False, eps: float = 1e-5,
+        final_gelu: bool = False, eps: float = 1e-5, dropout_mask: str = "bernoulli",
     ) -> None:
         super().__init__()
         self.hook_in = HookPoint()
@@ -109,7 +137,7 @@ class ResBlock(nn.Module):
         self.concept_embedder = _mlp(prompt_dim, out_ch, final_gelu) if prompt_dim is not None else None
         self.hook_concept = HookPoint() if prompt_dim is not None else None
         self.norm2 = nn.GroupNorm(groups, out_ch, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = MaskDropout(dropout, dropout_mask)
         self.conv2 = _zero_init(nn.Conv2d(out_ch, out_ch, 3, padding=1))
         self.skip = nn.Conv2d(in_ch, out_ch, 1) if in_ch != out_ch else nn.Identity()
         self.hook_out = HookPoint()
@@ -232,7 +260,7 @@ class ConceptUNet(nn.Module):
 
         def block(cin: int, cout: int) -> ResBlock:
             return ResBlock(cin, cout, cond_dim, block_prompt_dim, groups, cfg.dropout, cfg.embedding_final_gelu,
-                            cfg.norm_eps)
+                            cfg.norm_eps, cfg.dropout_mask)
 
         half = w0 // 2
         self.register_buffer(

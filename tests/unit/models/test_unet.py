@@ -134,3 +134,27 @@ def test_bf16_autocast_and_backward():
     loss.backward()
     grads = [q.grad for q in model.concept_embedders()["mid.blocks.0.concept_embedder"].parameters()]
     assert all(g is not None and g.abs().sum() > 0 for g in grads)
+
+
+def test_uniform_dropout_masks_have_the_distribution_of_torchs_and_leave_existing_run_ids_alone():
+    import torch.nn.functional as F
+
+    from conceptlab.experiments.loading import load_config
+    from conceptlab.models.unet import MaskDropout
+
+    x = torch.ones(400, 500)
+    torch.manual_seed(0)
+    uniform = MaskDropout(0.1, "uniform").train()(x)
+    assert abs((uniform == 0).float().mean().item() - 0.1) < 0.005  # 200,000 draws: 4 standard errors
+    assert sorted(uniform.unique().tolist()) == [0.0, pytest.approx(1 / 0.9)]  # kept units scaled by 1/(1 − p)
+    torch.manual_seed(1)
+    ours = MaskDropout(0.1, "bernoulli").train()(x)
+    torch.manual_seed(1)
+    assert torch.equal(ours, F.dropout(x, 0.1, True))  # the default is torch's dropout, bit for bit
+    for mask in ("bernoulli", "uniform"):
+        assert torch.equal(MaskDropout(0.3, mask).eval()(x), x) and torch.equal(MaskDropout(0.0, mask).train()(x), x)
+    with pytest.raises(ValueError, match="bernoulli"):
+        MaskDropout(0.1, "gaussian")
+    # at its default the new key is left out of the training hash, so recorded runs keep their ids
+    assert load_config("paper").training_hash() == load_config("paper", ["model.dropout_mask=bernoulli"]).training_hash()
+    assert load_config("paper").training_hash() != load_config("paper", ["model.dropout_mask=uniform"]).training_hash()
