@@ -110,7 +110,9 @@ def test_trend_is_spearman_with_censored_values_ranked_last():
     # a learning time never reached ranks beyond every finite one
     assert trend([0.3, 0.5, 0.7], [math.inf, 300.0, 200.0]) == pytest.approx(-1.0)
     assert math.isnan(trend([1, 2], [1.0, 2.0]))  # too few points
-    assert math.isnan(trend([1, 2, 3], [0.5, 0.5, 0.5]))  # constant: no order
+    assert trend([1, 2, 3], [0.5, 0.5, 0.5]) == 0.0  # the same value everywhere: no trend
+    assert trend([1, 2, 3], [math.inf] * 3) == 0.0  # never reached anywhere: no trend either
+    assert math.isnan(trend([2, 2, 2], [0.1, 0.5, 0.9]))  # one x: nothing to trend against
     assert trend([1, 2, 3, 4], [1.0, None, 3.0, 4.0]) == pytest.approx(1.0)  # a missing value drops its pair
 
 

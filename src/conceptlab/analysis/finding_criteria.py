@@ -108,14 +108,17 @@ def compare(seed: int, value, control, direction: str, margin: float) -> SeedRes
 
 def trend(xs: Sequence[float], ys: Sequence[float | None]) -> float:
     """Spearman's ρ of ys against xs (ys may hold ±inf for censored values; None or NaN pairs are dropped);
-    NaN with fewer than 3 pairs or when either side is constant."""
+    0 when ys are constant over varying xs (every value the same, e.g. never reached at any x: no trend); NaN with
+    fewer than 3 pairs or when xs are constant (nothing to trend against)."""
     pairs = [(float(x), float(y)) for x, y in zip(xs, ys) if y is not None and not math.isnan(float(y))]
     if len(pairs) < 3:
         return math.nan
     x = rankdata([p[0] for p in pairs])
     y = rankdata([p[1] for p in pairs])
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
+    if np.ptp(x) == 0:
         return math.nan
+    if np.ptp(y) == 0:
+        return 0.0
     return float(np.corrcoef(x, y)[0, 1])
 
 

@@ -76,11 +76,8 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
     fewer sizes than were run)."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
-    by_seed: dict[int, list] = {}
-    for r in runs:
-        by_seed.setdefault(r.seed, []).append(r)
     out: dict[int, Any] = {}
-    for seed, mine in by_seed.items():
+    for seed, mine in _by_seed(runs).items():
         rows, comp = [], []
         for r in mine:
             if r.config.get("data.image_size") is not None and int(r.config["data.image_size"]) != int(n):
@@ -111,6 +108,14 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
             continue
         value = None if hit.empty else hit["size_to_reach"].iloc[0]
         out[seed] = None if value is None or not math.isfinite(float(value)) else float(value)
+    return out
+
+
+def _by_seed(runs: list) -> dict[int, list]:
+    """The runs grouped by report seed, in their order."""
+    out: dict[int, list] = {}
+    for r in runs:
+        out.setdefault(r.seed, []).append(r)
     return out
 
 
@@ -157,17 +162,26 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _authors_times_of(path: str, stamp: float, threshold: float) -> pd.DataFrame:
+    """`analysis.concept_space.authors_learning_times` of one concept-space table and version (`stamp`: its mtime):
+    read once when several criteria sides (the value, its control, another concept) ask the same run."""
+    from conceptlab.analysis.concept_space import authors_learning_times
+
+    return authors_learning_times(read_parquet(Path(path)), threshold=threshold)
+
+
 def _authors_time(r, concept: str, split: str, threshold: float | None) -> Any:
     """One run's learning time of `concept` on `split` by the authors' definition: a step, None when never,
     NOT_MEASURED when the run lacks the concept-space table, the split or the concept."""
-    from conceptlab.analysis.concept_space import AUTHORS_THRESHOLD, authors_learning_times
+    from conceptlab.analysis.concept_space import AUTHORS_THRESHOLD
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
-    table = _run_table(r, "concept_space")
-    if table is None:
+    path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+    if path is None or not path.is_file():
         return NOT_MEASURED
     cut = threshold if threshold is not None else r.config.get("eval.accuracy_threshold", AUTHORS_THRESHOLD)
-    times = authors_learning_times(table, threshold=float(cut))
+    times = _authors_times_of(str(path), path.stat().st_mtime, float(cut))
     row = times[(times["split"] == split) & (times["concept"] == concept)]
     if row.empty:
         return NOT_MEASURED
@@ -190,28 +204,18 @@ def authors_learning_time_trend(runs: list, concept: str, across: str, split: st
                                 threshold: float | None = None) -> dict[int, Any]:
     """Per seed: Spearman ρ, over the seed's runs, of `concept`'s learning time on `split` (the authors'
     definition; never learned counts as later than any step) with the config key `across` (e.g.
-    data.color_separation). 0 when every run has the same time (never learned included): no trend. None with fewer
-    than 3 runs or one value of `across`; not measured when a run lacks the measure."""
+    data.color_separation); 0 when every run has the same time, never learned included (`finding_criteria.trend`).
+    None with fewer than 3 runs or one value of `across`; not measured when a run lacks the measure."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED, trend, uncensor
 
-    by_seed: dict[int, list] = {}
-    for r in runs:
-        by_seed.setdefault(r.seed, []).append(r)
     out: dict[int, Any] = {}
-    for seed, mine in by_seed.items():
+    for seed, mine in _by_seed(runs).items():
         times = [_authors_time(r, concept, split, threshold) for r in mine]
         if any(t is NOT_MEASURED for t in times):
             out[seed] = NOT_MEASURED
             continue
-        xs = [r.config.get(across) for r in mine]
-        ys = [uncensor(t, "high") for t in times]
-        if len(mine) < 3 or len(set(xs)) < 2:
-            out[seed] = None
-        elif len(set(ys)) == 1:
-            out[seed] = 0.0
-        else:
-            rho = trend(xs, ys)
-            out[seed] = None if math.isnan(rho) else rho
+        rho = trend([r.config.get(across) for r in mine], [uncensor(t, "high") for t in times])
+        out[seed] = None if math.isnan(rho) else rho
     return out
 
 
@@ -324,10 +328,8 @@ def _per_seed_mean(runs: list, value) -> dict[int, Any]:
     """{seed: mean of value(run) over the seed's runs}; NOT_MEASURED when any of them is."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
-    by_seed: dict[int, list] = {}
-    for r in runs:
-        by_seed.setdefault(r.seed, []).append(value(r))
-    return {s: NOT_MEASURED if any(v is NOT_MEASURED for v in vs) else float(np.mean(vs)) for s, vs in by_seed.items()}
+    values = {seed: [value(r) for r in mine] for seed, mine in _by_seed(runs).items()}
+    return {s: NOT_MEASURED if any(v is NOT_MEASURED for v in vs) else float(np.mean(vs)) for s, vs in values.items()}
 
 
 def copying_baseline(runs: list, region: str = "held_out", metric: str = "joint") -> dict[int, Any]:
@@ -349,11 +351,8 @@ def trend_beyond_copying(runs: list, across: str, region: str = "held_out", metr
     undefined (fewer than 3 runs or a constant side)."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED, trend
 
-    by_seed: dict[int, list] = {}
-    for r in runs:
-        by_seed.setdefault(r.seed, []).append(r)
     out: dict[int, Any] = {}
-    for seed, mine in by_seed.items():
+    for seed, mine in _by_seed(runs).items():
         diffs = [(_final_accuracy(r, region, metric), _copying(r, region, metric)) for r in mine]
         if any(NOT_MEASURED in d for d in diffs):
             out[seed] = NOT_MEASURED

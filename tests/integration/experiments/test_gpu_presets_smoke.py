@@ -27,10 +27,10 @@ SHAPES3D = [f"data.levels.{factor}=[0,{last}]" for factor, last in
             [("floor_hue", 9), ("wall_hue", 9), ("object_hue", 9), ("scale", 7), ("shape", 3), ("orientation", 14)]] + [
     "eval.abstractions.taus=[0.0,1.0]", "eval.abstractions.mi_points=2", "eval.abstractions.mi_samples=1",
     "eval.abstractions.mi_paths=2", "eval.abstractions.mi_bound_points=2", "eval.abstractions.roots=1",
-    "eval.abstractions.forks=2", "eval.abstractions.sample_steps=2", "eval.abstractions.probe_images=16",
+    "eval.abstractions.forks=2", "eval.abstractions.sample_steps=2", "eval.abstractions.probe_images=8",
     "eval.abstractions.conditional_samples=1", "eval.abstractions.classifier_images=50",
-    "eval.abstractions.classifier_epochs=1", "eval.abstractions.batch_size=16",
-    "eval.abstractions.classifier_min_accuracy=0.0", "eval.abstractions.probe_images=8", "eval.abstractions.batch_size=4",
+    "eval.abstractions.classifier_epochs=1", "eval.abstractions.batch_size=4",
+    "eval.abstractions.classifier_min_accuracy=0.0",
 ]
 SHAPES = ["data.images_per_class=8", "eval.samples_per_class=2", "diffusion.sample_steps=2"] + TINY_PROBE
 
