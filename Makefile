@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(VENV)/bin/conceptlab report runs/hidden-emergence-tiny
 
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --maxschedchunk 1
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --maxschedchunk 1
 
 # the fast lane: unit tests only (tests/unit), no training runs beyond a few steps
 test-fast: $(STAMP)

@@ -5,7 +5,8 @@ The tests mirror the package: `unit/` (one module or function at a time, seconds
 each). Each test gets the marker of its folder (`-m unit`, `-m "not acceptance"`).
 
 Order for two xdist workers (`make test`: `-n 2 --dist loadgroup --maxschedchunk 1`; a module marked
-`xdist_group` runs on one worker, so its module-scoped runs are built once): the findings tests take
+`xdist_group` runs on one worker, so its module- or session-scoped runs are built once: every module with such a
+fixture is marked, and tests/integration/test_test_harness.py checks that the installed pytest-xdist honours the marks): the findings tests take
 minutes each, everything else seconds. xdist hands each worker two tests first, then queues the next test on the
 worker whose running test ends first, so the findings (acceptance) tests go first in an order that splits them evenly (seconds
 at one thread, measured in one `make test` on an AMD EPYC with native bf16; an Intel Xeon without it, in fp32,

@@ -23,7 +23,8 @@ def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
     (tmp_path / "test_free.py").write_text("def test_a():\n    pass\n\n\ndef test_b():\n    pass\n")
     seen = tmp_path / "workers.txt"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "--maxschedchunk", "1",
+        [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "--no-loadscope-reorder",
+         "--maxschedchunk", "1",
          "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
         env={**os.environ, "WORKERS_SEEN": str(seen)})

@@ -30,6 +30,10 @@ from conceptlab.probes.attribute_classifier import AttributeClassifierConfig, cl
 WORLD = {"attributes": ["wall_hue", "shape"], "levels": {"wall_hue": [0, 3, 6]}, "image_size": 8}
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("shapes3d-h5-source")
+
+
 def reversed_render(factors: torch.Tensor) -> np.ndarray:
     images = render_shapes3d(factors, 64).flip(1)  # RGB → BGR: not what the renderer draws
     return (images * 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()

@@ -10,6 +10,10 @@ import pytest
 from conceptlab.report.html import write_run_report, write_sweep_report
 
 
+# `make test` (--dist loadgroup): one worker builds report/conftest.py's session-scoped runs, once
+pytestmark = pytest.mark.xdist_group("report-micro")
+
+
 class Page(HTMLParser):
     """The parts of a report the tests look at: images, tables (rows per body), links, scripts, sections."""
 

@@ -42,6 +42,10 @@ SLIDE = """(() => {
 })()"""
 
 
+# `make test` (--dist loadgroup): one worker builds report/conftest.py's session-scoped runs, once
+pytestmark = pytest.mark.xdist_group("report-micro")
+
+
 @pytest.fixture(scope="module")
 def chromium():
     found = find_chromium()

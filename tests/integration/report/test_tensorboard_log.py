@@ -7,6 +7,10 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from conceptlab.experiments.loading import load_config
 
 
+# `make test` (--dist loadgroup): one worker builds report/conftest.py's session-scoped runs, once
+pytestmark = pytest.mark.xdist_group("report-micro")
+
+
 def _events(folder):
     events = EventAccumulator(str(folder), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
     events.Reload()

@@ -17,6 +17,10 @@ CONFIGURATION = REPO / "docs" / "configuration.md"
 ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|$")
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("schema-doc")
+
+
 def _script():
     spec = importlib.util.spec_from_file_location("schema_doc", REPO / "scripts" / "schema_doc.py")
     module = importlib.util.module_from_spec(spec)

@@ -16,6 +16,10 @@ from conceptlab.studies import build_data
 from conceptlab.report.abstraction_figures import plot_abstractions
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("abstractions")
+
+
 @pytest.fixture(autouse=True)
 def _one_thread_private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))

@@ -16,6 +16,10 @@ from conceptlab.store.index import open_store
 CHECKPOINTS, CLASSES, CONCEPTS = 3, 4, 2
 
 
+# `make test` (--dist loadgroup): one worker builds sweeps/conftest.py's session-scoped sweep, once
+pytestmark = pytest.mark.xdist_group("local-sweep")
+
+
 @pytest.mark.slow
 def test_killed_worker_fails_only_its_runs_and_a_rerun_completes_without_duplicates(local_sweep):
     sweep, first, second = local_sweep["sweep"], local_sweep["first"], local_sweep["second"]

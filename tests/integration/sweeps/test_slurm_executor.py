@@ -19,6 +19,10 @@ from conceptlab.experiments.executors import (
 from conceptlab.experiments.sweep import expand, write_manifest
 
 
+# `make test` (--dist loadgroup): one worker builds sweeps/conftest.py's session-scoped sweep, once
+pytestmark = pytest.mark.xdist_group("local-sweep")
+
+
 def _requeue_mid_run(task: RunTask, job_id: str, timeout_s: float = 180) -> None:
     """Wait until the task has saved a training state (not finished), then `scontrol requeue` it."""
     deadline = time.time() + timeout_s

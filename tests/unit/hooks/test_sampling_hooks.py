@@ -20,6 +20,10 @@ STEPS, N, SHAPE = 5, 3, (3, 8, 8)
 NAME = "down.0.blocks.0.hook_concept"
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("sampling-hooks")
+
+
 @pytest.fixture(scope="module")
 def net() -> ConceptUNet:
     torch.manual_seed(0)

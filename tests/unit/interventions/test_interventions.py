@@ -32,6 +32,10 @@ from conceptlab.probes.concept_classifier import ConceptReading
 N, STEPS = 3, 4
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("interventions")
+
+
 def _micro_model(seed: int):
     torch.manual_seed(seed)
     cfg = ModelConfig(widths=[8, 16], blocks_per_level=1, mid_attention=False, dropout=0.0, pixel_unshuffle=2,

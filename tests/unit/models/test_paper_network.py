@@ -30,6 +30,10 @@ SPEC_PARTS = {
 }
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("paper-network")
+
+
 @pytest.fixture(scope="module")
 def paper():
     cfg = load_config("paper")

@@ -19,6 +19,10 @@ CFG = AttributeClassifierConfig(
 )
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("attribute-classifier")
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")

@@ -15,6 +15,10 @@ MICRO = ProbeConfig(width=8, images_per_class=300, invalid_images=600, epochs=5,
                     min_accuracy=0.9)
 
 
+# `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
+pytestmark = pytest.mark.xdist_group("concept-classifier")
+
+
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("probes")
