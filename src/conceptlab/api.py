@@ -179,7 +179,13 @@ class Run:
         return out, {name: acts[0] for name, acts in cache.items() if acts}
 
     def probe(self):
-        """The concept probe that read the generations (`shapes` data), from the cache (trained if missing)."""
+        """The concept probe that read the generations (`shapes` data; the face probe of `celeba` data), from the
+        cache (trained if missing)."""
+        if self.config.data.kind == "celeba":
+            from conceptlab.probes.face_classifier import load_or_train_face_probe
+            from conceptlab.studies import build_data
+
+            return load_or_train_face_probe(self.config.eval.probe, build_data(self.config.data))[0]
         if self.config.data.kind != "shapes":
             raise TypeError(f"data kind {self.config.data.kind} has no concept probe")
         from conceptlab.probes.concept_classifier import load_or_train_probe

@@ -287,7 +287,7 @@ _COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "b
 
 def _print_summary(summary: dict, run_dir: Path) -> None:
     console.print(f"\n[bold]{escape(str(summary['name']))}[/] ({escape(str(run_dir))})")
-    if summary.get("kind", "shapes") != "shapes":
+    if summary.get("kind", "shapes") not in ("shapes", "celeba"):  # the concept-space studies share their summary
         _print_fields({k: v for k, v in summary.items() if k not in _COMMON_KEYS})
     else:
         _print_concept_space(summary)

@@ -33,8 +33,8 @@ def test_the_shipped_suite_loads_and_lists_every_finding_with_a_control_or_a_rea
         if f.status == "implemented":
             assert f.setup in ("paper", "fast")
             assert f.control and (f.control != "none" or f.reason)
-    real = next(f for f in suite.findings if f.name == "real-data-lli")
-    assert real.status == "not implemented" and real.reason
+    real = next(f for f in suite.findings if f.name == "real-data-lli")  # runs where the CelebA files are
+    assert real.status == "implemented" and suite.runs["celeba-lli"].data_env == "CONCEPTLAB_CELEBA"
     for name, runs in suite.runs.items():
         assert not set(runs.seeds) & set(runs.settings_seeds), name  # report seeds are not the settings seeds
         assert min(runs.seeds) >= 100, name  # fresh seeds, declared before they were run
@@ -723,3 +723,18 @@ def test_setup_of_needs_every_training_switch_on_the_authors_side():
     assert setup_of(almost) == "fast"
     assert paper_setup_differences(almost) == ["train.lr: 0.002 (paper: 0.001)"]
     assert setup_of(load_config("compose-vs-interpolate-tiny")) is None  # not a concept-space run
+
+
+def test_a_finding_on_real_data_is_skipped_with_what_to_set_when_the_data_is_absent(tmp_path, monkeypatch):
+    from conceptlab.experiments.findings import plan
+
+    suite = load_suite()
+    monkeypatch.delenv("CONCEPTLAB_CELEBA", raising=False)
+    p = plan(suite, ["real-data-lli"], root=tmp_path)
+    assert p.skipped["real-data-lli"] == ("needs the real data: set $CONCEPTLAB_CELEBA to its folder "
+                                          "(run set celeba-lli)") and not p.sets
+    monkeypatch.setenv("CONCEPTLAB_CELEBA", str(tmp_path / "nowhere"))
+    assert "is not a folder" in plan(suite, ["real-data-lli"], root=tmp_path).skipped["real-data-lli"]
+    monkeypatch.setenv("CONCEPTLAB_CELEBA", str(tmp_path))  # a folder: the runs are planned (not checked further)
+    p = plan(suite, ["real-data-lli"], root=tmp_path)
+    assert not p.skipped and [s.seeds for s in p.sets.values()] == [[300, 301, 302]]

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import socket
 import statistics
@@ -116,6 +117,9 @@ class RunSetSpec(_Strict):
     settings_seeds: list[int] = Field(default_factory=list)
     quick: Variant = Field(default_factory=Variant)
     paper: Variant | None = None
+    data_env: str | None = Field(None, description="an environment variable that must name the folder of the real "
+                                 "data the runs read (e.g. CONCEPTLAB_CELEBA); without it the findings using the set "
+                                 "are skipped, and the report says what to set")
 
     @model_validator(mode="after")
     def _one_source(self) -> "RunSetSpec":
@@ -533,6 +537,21 @@ def _spec_yaml(name: str, runs: RunSetSpec, variant: Variant | None, seeds: list
     return data
 
 
+def missing_data(suite: Suite, sets: list[str]) -> str:
+    """Why run sets that read real data cannot run here ("" when they can): the `data_env` variable unset, or not
+    naming a folder."""
+    for name in dict.fromkeys(sets):
+        env = suite.runs[name].data_env
+        if env is None:
+            continue
+        value = os.environ.get(env)
+        if not value:
+            return f"needs the real data: set ${env} to its folder (run set {name})"
+        if not Path(value).expanduser().is_dir():
+            return f"needs the real data: ${env}={value} is not a folder (run set {name})"
+    return ""
+
+
 def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root: Path | str = "findings",
          runs_folder: str = "runs") -> Plan:
     """One sweep per run set the chosen findings use, at `scale`, under `<root>/<runs_folder>/<set>/`; writes the
@@ -548,6 +567,10 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
             result.skipped[f.name] = f"not implemented: {f.reason}"
             continue
         sets = [s.runs for _, s in _selectors(f)] + ([f.claims_from] if f.claims_from else [])
+        absent = missing_data(suite, sets)
+        if absent:
+            result.skipped[f.name] = absent
+            continue
         skipped = [f"{s}: {suite.runs[s].quick.skip}" for s in dict.fromkeys(sets) if suite.runs[s].quick.skip]
         if scale == "quick" and skipped:
             result.skipped[f.name] = "not at quick scale (" + "; ".join(skipped) + ")"

@@ -11,7 +11,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from conceptlab.config_base import StrictConfig
-from conceptlab.data.shapes import Concept
 from conceptlab.interventions.base import Intervention
 from conceptlab.interventions.guidance import ClassifierFreeGuidance
 from conceptlab.interventions.latent import EmbedderPatching, EmbeddingShift, LinearLatentIntervention
@@ -25,7 +24,7 @@ class OverPromptingConfig(StrictConfig):
 
     added_fields = ("colors",)
 
-    concepts: list[Concept] = Field(default_factory=lambda: ["color"], min_length=1)
+    concepts: list[str] = Field(default_factory=lambda: ["color"], min_length=1)
     scales: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75, 1.0], min_length=1)
     colors: list[list[float]] | None = Field(
         None, description="the authors' over-prompting (Park et al.'s get_capability.py): the target's color entries "
@@ -47,8 +46,8 @@ class LinearInterventionConfig(StrictConfig):
     h₁ = h + α (h·u) u, h₂ = h₁ − β (h₁·v) v, u and v the unit embeddings of the boosted and suppressed concepts'
     canonical prompts."""
 
-    boost: list[Concept] = Field(default_factory=lambda: ["color"])
-    suppress: list[Concept] = Field(default_factory=lambda: ["size"])
+    boost: list[str] = Field(default_factory=lambda: ["color"])
+    suppress: list[str] = Field(default_factory=lambda: ["size"])
     alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 2.0], min_length=1)
     betas: list[float] = Field(default_factory=lambda: [0.1], min_length=1)
     boost_offset: float = Field(
@@ -67,8 +66,8 @@ class EmbeddingShiftConfig(StrictConfig):
     + β·Δ(suppressed concepts), Δ the embedding change between the target's class prompt and the class differing
     in that concept."""
 
-    boost: list[Concept] = Field(default_factory=lambda: ["color"])
-    suppress: list[Concept] = Field(default_factory=lambda: ["size"])
+    boost: list[str] = Field(default_factory=lambda: ["color"])
+    suppress: list[str] = Field(default_factory=lambda: ["size"])
     alphas: list[float] = Field(default_factory=lambda: [0.1, 1.0, 2.0], min_length=1)
     betas: list[float] = Field(default_factory=lambda: [0.1], min_length=1)
     sites: list[str] | None = Field(None, description="hook_concept sites to edit (default: all)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from conceptlab.config_base import StrictConfig, config_hash
 from conceptlab.data.shapes import ATTRIBUTES, RENDER_PEAK, sample_scene, seeded_generator
 from conceptlab.models.footprint import module_peak
 from conceptlab.probes.trunk import PooledConvClassifier
-from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
+from conceptlab.store.files import cache_root, exclusive_lock, read_tensors, write_json, write_tensors
 
 PROBE_VERSION = 1  # bump whenever training data or architecture change, so cached probes are retrained
 SEPARATION_GRID = (0.2, 0.4, 0.6, 0.8)  # exact-mean test separations reported (those inside the probe's range)
@@ -312,8 +311,7 @@ def probe_key(cfg: ProbeConfig, concepts: list[str], image_size: int) -> str:
 
 def default_cache_dir() -> Path:
     """`$CONCEPTLAB_CACHE/probes`, else `~/.cache/conceptlab/probes`."""
-    root = os.environ.get("CONCEPTLAB_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "conceptlab") / "probes"
+    return cache_root() / "probes"
 
 
 def load_or_train_probe(

@@ -27,6 +27,12 @@ from safetensors.torch import load_file, save_file
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
+def cache_root() -> Path:
+    """The per-machine cache (trained probes, decoded real images): `$CONCEPTLAB_CACHE`, else `~/.cache/conceptlab`."""
+    root = os.environ.get("CONCEPTLAB_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "conceptlab"
+
+
 def _new_temp(path: Path) -> str:
     """Create an empty hidden temp file beside `path` (exclusively, never through a symlink), mode 0666 & ~umask."""
     for _ in range(100):
