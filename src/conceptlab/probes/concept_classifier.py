@@ -314,6 +314,26 @@ def default_cache_dir() -> Path:
     return cache_root() / "probes"
 
 
+def cached_classifier(cache: Path, name: str, build, train) -> tuple[torch.nn.Module, dict]:
+    """A classifier cached as `<name>.safetensors` + `<name>.json` under `cache`: loaded (`build(sidecar)` makes the
+    module, its weights are read into it) when both files exist, else `train()` → (module, report, sidecar fields) is
+    called — it raises when the classifier falls short — and its weights are written before the sidecar, which marks
+    a complete entry. One process trains a missing entry; others asking for it (sweep workers) wait on its lock, then
+    load it. The report says `source`: "cache" or "trained"."""
+    weights, sidecar = cache / f"{name}.safetensors", cache / f"{name}.json"
+    with exclusive_lock(cache / f"{name}.lock"):
+        if weights.exists() and sidecar.exists():
+            meta = json.loads(sidecar.read_text())
+            module = build(meta)
+            module.load_state_dict(read_tensors(weights))
+            return module.eval(), {**meta["report"], "source": "cache"}
+        module, report, meta = train()
+        cache.mkdir(parents=True, exist_ok=True)
+        write_tensors(weights, module.state_dict())
+        write_json(sidecar, {**meta, "report": report})
+        return module, {**report, "source": "trained"}
+
+
 def load_or_train_probe(
     cfg: ProbeConfig,
     concepts: list[str],
@@ -322,19 +342,12 @@ def load_or_train_probe(
     progress: bool = True,
 ) -> tuple[ConceptProbe, dict]:
     """The probe for (cfg, concepts, image_size): loaded from the cache if there, else trained, checked against
-    `cfg.min_accuracy` (ProbeAccuracyError if below) and cached as `<key>.safetensors` + `<key>.json`.
-    The returned report says `source`: "cache" or "trained". Concurrent callers for the same probe train it once."""
+    `cfg.min_accuracy` (ProbeAccuracyError if below) and cached as `<key>.safetensors` + `<key>.json`
+    (`cached_classifier`). The returned report says `source`: "cache" or "trained"."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = probe_key(cfg, concepts, image_size)
-    weights, sidecar = cache / f"{key}.safetensors", cache / f"{key}.json"
-    # one process trains a missing probe; others asking for the same key (sweep workers) wait, then load it
-    with exclusive_lock(cache / f"{key}.lock"):
-        if weights.exists() and sidecar.exists():
-            meta = json.loads(sidecar.read_text())
-            probe = ConceptProbe(meta["concepts"], meta["width"])
-            probe.load_state_dict(read_tensors(weights))
-            return probe.eval(), {**meta["report"], "source": "cache"}
 
+    def train() -> tuple[ConceptProbe, dict, dict]:
         probe, report = train_probe(cfg, concepts, image_size, progress)
         score = probe_score(report)
         if score < cfg.min_accuracy:
@@ -342,9 +355,7 @@ def load_or_train_probe(
                 f"concept probe for {concepts} reached {score:.4f} (worst of held-out concept accuracy and validity), "
                 f"below min_accuracy={cfg.min_accuracy}: {report}. Train longer (epochs, images_per_class) or widen it."
             )
-        cache.mkdir(parents=True, exist_ok=True)
-        meta = {"key": key, "version": PROBE_VERSION, "concepts": list(concepts), "width": cfg.width,
-                "image_size": image_size, "probe_config": cfg.model_dump(), "report": report}
-        write_tensors(weights, probe.state_dict())  # weights first: the sidecar marks a complete cache entry
-        write_json(sidecar, meta)
-        return probe, {**report, "source": "trained"}
+        return probe, report, {"key": key, "version": PROBE_VERSION, "concepts": list(concepts), "width": cfg.width,
+                               "image_size": image_size, "probe_config": cfg.model_dump()}
+
+    return cached_classifier(cache, key, lambda meta: ConceptProbe(meta["concepts"], meta["width"]), train)

@@ -13,7 +13,6 @@ than the synthetic probe's 0.99). `eval.probe.separation_min/max` have no meanin
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -28,13 +27,13 @@ from conceptlab.data.shapes import seeded_generator
 from conceptlab.probes.concept_classifier import (
     ProbeAccuracyError,
     ProbeConfig,
+    cached_classifier,
     default_cache_dir,
     invalid_images,
     probe_score,
     read_concepts,
 )
 from conceptlab.probes.trunk import PooledConvClassifier
-from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
 
 FACE_PROBE_VERSION = 1  # bump when its training data or architecture change: cached probes are retrained
 TEST_IMAGES_PER_CLASS = 500  # labelled test images per class (fewer when a class has fewer outside training)
@@ -149,13 +148,8 @@ def load_or_train_face_probe(cfg: ProbeConfig, dgp, cache_dir: Path | None = Non
     `cfg.min_accuracy` (ProbeAccuracyError below it) and cached; the report says `source`: cache or trained."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = face_probe_key(cfg, dgp)
-    weights, sidecar = cache / f"face-{key}.safetensors", cache / f"face-{key}.json"
-    with exclusive_lock(cache / f"face-{key}.lock"):
-        if weights.exists() and sidecar.exists():
-            meta = json.loads(sidecar.read_text())
-            probe = FaceProbe(meta["concepts"], meta["width"])
-            probe.load_state_dict(read_tensors(weights))
-            return probe.eval(), {**meta["report"], "source": "cache"}
+
+    def train() -> tuple[FaceProbe, dict, dict]:
         probe, report = train_face_probe(cfg, dgp, progress)
         score = probe_score(report)
         if score < cfg.min_accuracy:
@@ -163,9 +157,7 @@ def load_or_train_face_probe(cfg: ProbeConfig, dgp, cache_dir: Path | None = Non
                 f"face probe for {list(dgp.concepts)} reached {score:.4f} (worst of test concept accuracy and "
                 f"validity), below eval.probe.min_accuracy={cfg.min_accuracy}: {report}. Train longer "
                 "(eval.probe.epochs, images_per_class), widen it (eval.probe.width) or lower min_accuracy.")
-        cache.mkdir(parents=True, exist_ok=True)
-        meta = {"key": key, "version": FACE_PROBE_VERSION, "concepts": list(dgp.concepts), "width": cfg.width,
-                "probe_config": cfg.model_dump(), "report": report}
-        write_tensors(weights, probe.state_dict())
-        write_json(sidecar, meta)
-        return probe, {**report, "source": "trained"}
+        return probe, report, {"key": key, "version": FACE_PROBE_VERSION, "concepts": list(dgp.concepts),
+                               "width": cfg.width, "probe_config": cfg.model_dump()}
+
+    return cached_classifier(cache, f"face-{key}", lambda meta: FaceProbe(meta["concepts"], meta["width"]), train)
