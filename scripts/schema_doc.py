@@ -4,7 +4,8 @@
     PYTHONPATH=src python scripts/schema_doc.py --runs /tmp/r    # keeps them there (reused when already made)
 
 It trains one tiny run of each data kind with the shipped micro presets (`micro` with every intervention on,
-`bumps-micro` with homology over training and bump counting, `abstractions-micro`; seconds each on a CPU), opens the store over them
+`bumps-micro` with homology over training and bump counting, `abstractions-micro`, `celeba-micro` on drawn faces;
+seconds each on a CPU), opens the store over them
 and takes every table's columns and DuckDB types from it; the descriptions (units, ranges, meaning, the files they
 come from) are the hand-written ones below, keyed by column. A column the store has and this script does not
 describe stops it with the list of them, so the doc cannot silently miss one; `tests/integration/store/
@@ -29,6 +30,7 @@ RUNS = {
                          "eval.interventions.cfg.scales=[2.0]"]),
     "bumps": ("bumps-micro", ["eval.geometry.homology_over_training=true", "eval.composition.count_peaks=true"]),
     "shapes3d": ("abstractions-micro", []),
+    "celeba": ("celeba-micro", []),  # on a folder of drawn faces in CelebA's layout (`write_drawn_celeba`)
 }
 KINDS = tuple(RUNS)
 SECTIONS = ("data", "model", "diffusion", "train", "eval")
@@ -45,7 +47,7 @@ RUN_COLUMNS = {
     "path": ("the folder", "text", "the run folder's path as found (the root as given, joined with `run_id`)"),
     "name": ("config.yaml", "text", "the config's top-level `name` key (the only config key without a section, so "
              "without a dot)"),
-    "kind": ("summary.json", "`shapes`, `bumps`, `shapes3d`, or a plug-in's", "the data kind, hence the study that "
+    "kind": ("summary.json", "`shapes`, `bumps`, `shapes3d`, `celeba`, or a plug-in's", "the data kind, hence the study that "
              "evaluated the run"),
     "final_step": ("summary.json", "steps", "the last training step (that of the final checkpoint)"),
     "checkpoints": ("summary.json", "count", "checkpoints evaluated (shapes and bumps runs)"),
@@ -56,7 +58,9 @@ RUN_COLUMNS = {
     "training_images": ("summary.json", "count", "distinct training images of the data (bumps, shapes3d)"),
     "concept_signal_<concept>": ("summary.json `concept_signal`", "L2 pixel distance ≥ 0",
                                  "the concept's signal (Park et al.): mean L2 distance between noise-free renders "
-                                 "with the concept at 0 and at 1, all else equal; a larger signal is learned first"),
+                                 "with the concept at 0 and at 1, all else equal (on celeba's real images: the mean "
+                                 "image change between training classes that differ in the concept alone); a larger "
+                                 "signal is learned first"),
     "learning_time_<split>_<concept>": ("summary.json `learning_time`", "steps; NULL = not learned",
                                         "the concept's learning time on the split's classes (`train`, `held_out`): "
                                         "as in the learning_times view"),
@@ -315,6 +319,11 @@ def make_runs(root: Path) -> dict[str, Path]:
     for kind, (preset, overrides) in RUNS.items():
         folder = Path(root) / kind
         if not (folder / "summary.json").is_file():
+            if kind == "celeba":
+                from conceptlab.data.celeba import write_drawn_celeba
+
+                files = write_drawn_celeba(Path(root) / "celeba-files", {c: (12, 4) for c in ("00", "01", "10", "11")})
+                overrides = [*overrides, f"data.root={files}"]
             run_experiment(load_config(preset, overrides), folder, progress=False)
         folders[kind] = folder
     return folders

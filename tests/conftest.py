@@ -51,66 +51,9 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 # -- a CelebA folder in the official layout, for the `celeba` data kind's tests ----------------------------------------
-CELEBA_NAMES = ["5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs", "Big_Lips",
-                "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair", "Bushy_Eyebrows", "Chubby",
-                "Double_Chin", "Eyeglasses", "Goatee", "Gray_Hair", "Heavy_Makeup", "High_Cheekbones", "Male",
-                "Mouth_Slightly_Open", "Mustache", "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin",
-                "Pointy_Nose", "Receding_Hairline", "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair",
-                "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat", "Wearing_Lipstick", "Wearing_Necklace",
-                "Wearing_Necktie", "Young"]
-
-
-def write_fake_celeba(root, per_class: dict, concepts=("Male", "Wearing_Hat"), seed: int = 0,
-                      partition: bool = True, csv: bool = False):
-    """A folder laid out like CelebA (list_attr_celeba.txt or .csv, img_align_celeba/ of 178×218 JPEGs, optionally
-    list_eval_partition.txt): `per_class[code]` = (training, other) image counts of each class of `concepts`. Faces
-    are drawn so the attributes show: a skin-toned oval on a random background; Male darkens the jaw (a beard);
-    Wearing_Hat puts a saturated band over the head; Smiling a light mouth. Other attributes are random labels."""
-    import numpy as np
-    from PIL import Image, ImageDraw
-
-    rng = np.random.default_rng(seed)
-    folder = root / "img_align_celeba"
-    folder.mkdir(parents=True, exist_ok=True)
-    rows, parts, k = [], [], 0
-    for code, (n_train, n_other) in sorted(per_class.items()):
-        for j in range(n_train + n_other):
-            k += 1
-            name = f"{k:06d}.jpg"
-            values = rng.integers(0, 2, len(CELEBA_NAMES))
-            for c, d in zip(concepts, code):
-                values[CELEBA_NAMES.index(c)] = int(d)
-            on = {n: bool(v) for n, v in zip(CELEBA_NAMES, values)}
-            im = Image.new("RGB", (178, 218), tuple(int(x) for x in rng.integers(40, 220, 3)))
-            draw = ImageDraw.Draw(im)
-            skin = tuple(int(x) for x in np.array([225, 185, 160]) + rng.integers(-20, 20, 3))
-            cx, cy = 89 + int(rng.integers(-6, 7)), 120 + int(rng.integers(-6, 7))
-            draw.ellipse([cx - 45, cy - 60, cx + 45, cy + 60], fill=skin)
-            if on["Male"]:
-                draw.chord([cx - 45, cy - 10, cx + 45, cy + 60], 0, 180, fill=(60, 45, 35))
-            if on["Smiling"]:
-                draw.rectangle([cx - 20, cy + 25, cx + 20, cy + 33], fill=(250, 250, 250))
-            if on["Wearing_Hat"]:
-                hat = tuple(int(x) for x in rng.permutation([230, 30, int(rng.integers(30, 230))]))
-                draw.rectangle([cx - 55, cy - 85, cx + 55, cy - 35], fill=hat)
-            pixels = np.asarray(im, dtype=np.int16) + rng.integers(-8, 9, (218, 178, 3))
-            Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(folder / name, quality=92)
-            rows.append((name, values))
-            parts.append((name, 0 if j < n_train else 2))
-    if csv:
-        lines = ["image_id," + ",".join(CELEBA_NAMES)]
-        lines += [name + "," + ",".join("1" if v else "-1" for v in values) for name, values in rows]
-        (root / "list_attr_celeba.csv").write_text("\n".join(lines) + "\n")
-    else:
-        lines = [str(len(rows)), " ".join(CELEBA_NAMES)]
-        lines += [name + " " + " ".join(f"{'1' if v else '-1':>2}" for v in values) for name, values in rows]
-        (root / "list_attr_celeba.txt").write_text("\n".join(lines) + "\n")
-    if partition:
-        (root / "list_eval_partition.txt").write_text("".join(f"{n} {p}\n" for n, p in parts))
-    return root
-
-
 @pytest.fixture(scope="session")
 def fake_celeba():
-    """`write_fake_celeba` (call it with a folder and per-class counts)."""
-    return write_fake_celeba
+    """`conceptlab.data.celeba.write_drawn_celeba` (call it with a folder and per-class counts)."""
+    from conceptlab.data.celeba import write_drawn_celeba
+
+    return write_drawn_celeba

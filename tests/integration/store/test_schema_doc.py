@@ -65,7 +65,8 @@ def _same_type(documented: str, actual: str) -> bool:
 
 @pytest.fixture(scope="module")
 def micro_store(tmp_path_factory):
-    """The three micro runs (shapes with interventions, bumps, shapes3d) and their columns as the store gives them."""
+    """The micro runs (shapes with interventions, bumps, shapes3d, celeba on drawn faces) and their columns as the store
+    gives them."""
     old = os.environ.get("CONCEPTLAB_CACHE")
     os.environ["CONCEPTLAB_CACHE"] = str(tmp_path_factory.getbasetemp() / "probe-cache")
     try:
