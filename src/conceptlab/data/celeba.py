@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -250,9 +251,9 @@ class CelebADGP:
     attribute_sizes = None  # the one-hot blocks go through the concept MLP; no attribute-wise dropout
     null_label = None
 
-    def __init__(self, cfg: CelebADataConfig, progress: bool = False):
+    def __init__(self, cfg: CelebADataConfig, progress: bool | None = None):
         self.cfg = cfg
-        self.progress = progress
+        self.progress = sys.stderr.isatty() if progress is None else progress  # decoding: a bar in a terminal
         self.root = resolve_root(cfg.root)
         self.folder = self.root / cfg.images_dir
         if not self.folder.is_dir():
