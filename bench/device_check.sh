@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The one prepared GPU check (issue 23, item 4), for a session whose task is lent a device machine (NVIDIA H200 here):
+# the paper-scale presets for a few hundred steps on the GPU through the project's own code path, with the absolute
+# time of every phase from each run's timings.jsonl. CI never runs it; nothing here is a test.
+#
+#   bench/device_check.sh prepare      # here, once: wheels of what the device image lacks, into .whl/ (ignored)
+#   bench/device_check.sh run          # there: device tool `run`, carry [".whl"], timeout_s ≈ 540
+#   bench/device_check.sh run --quick  # anywhere, CPU or GPU: the micro presets, to check the script itself
+#
+# The device image has torch (2.11, CUDA 13), numpy, pandas, pyarrow, matplotlib, h5py, rich, typer, tensorboard and
+# safetensors (/work/.library/device/KINDS.md), not pydantic, duckdb, ripser, persim or submitit: `prepare` downloads
+# those for CPython 3.12 / manylinux, `run` installs them under /tmp/site. What it writes goes to $OUT (the device
+# tool brings it back): gpu.txt, one <preset>.log and <preset>-timings.jsonl per preset, summary.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+WHEELS=(pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.7.0 typing-inspection==0.4.2 duckdb==2.0.1
+        ripser==0.6.15 persim==0.4.1 deprecated==1.3.1 submitit==1.5.4 typer==0.29.2)
+
+prepare() {
+    grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >> .git/info/exclude
+    mkdir -p .whl
+    for spec in "${WHEELS[@]}"; do
+        python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+            --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+            --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform any -d .whl "$spec" \
+            || { echo "device_check: no wheel for $spec" >&2; return 1; }
+    done
+    du -sh .whl
+}
+
+run() {
+    local quick=${1:-}
+    OUT=${OUT:-/tmp/device-check}
+    mkdir -p "$OUT"
+    if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1 && ! python3 -c "import pydantic, duckdb" 2>/dev/null; then
+        python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+            .whl/*.whl || exit 1
+        export PYTHONPATH=/tmp/site
+    fi
+    export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 CONCEPTLAB_CACHE=/tmp/conceptlab-cache
+    { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>/dev/null || echo "no GPU"
+      python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
+torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
+      git rev-parse --short HEAD 2>/dev/null; date -u; } | tee "$OUT/gpu.txt"
+    local steps=300 presets
+    if [ "$quick" = "--quick" ]; then
+        steps=4
+        presets=(micro bumps-micro)
+    else
+        presets=(hidden-emergence-paper factorize-torus-paper)
+    fi
+    # a few hundred steps, checkpoints at a third, two thirds and the end, every checkpoint evaluated as the preset
+    # says (the evaluation is the preset's own: interventions at every checkpoint, geometry and controls at the last)
+    for preset in "${presets[@]}"; do
+        local a=$((steps / 3)) b=$((2 * steps / 3))
+        timeout 200 python3 -m conceptlab run "$preset" "train.steps=$steps" train.checkpoint_schedule=list \
+            "train.checkpoint_steps=[$a,$b,$steps]" --runs-dir /tmp/device-runs --no-progress \
+            > "$OUT/$preset.log" 2>&1
+        echo "$preset: exit $?" | tee -a "$OUT/summary.txt"
+        local folder
+        folder=$(ls -td /tmp/device-runs/*-"$preset" 2>/dev/null | head -1)
+        [ -n "$folder" ] && cp "$folder/timings.jsonl" "$OUT/$preset-timings.jsonl" 2>/dev/null
+        [ -n "$folder" ] && python3 - "$folder" "$steps" <<'EOF' | tee -a "$OUT/summary.txt"
+import json, sys
+from pathlib import Path
+folder, steps = Path(sys.argv[1]), int(sys.argv[2])
+summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").is_file() else {}
+seconds = summary.get("seconds", {})
+print(f"  device {summary.get('device')} bf16 {summary.get('bf16')} parameters {summary.get('parameters')}")
+print("  seconds: " + ", ".join(f"{k} {v}" for k, v in seconds.items()))
+log = folder / "train_log.jsonl"
+rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+per_step = sorted(r["seconds"] for r in rows if "seconds" in r and r.get("step", 0) > steps // 10)
+if per_step:
+    mid = per_step[len(per_step) // 2]
+    print(f"  training step: median {mid:.4f} s (min {per_step[0]:.4f}, max {per_step[-1]:.4f}) over "
+          f"{len(per_step)} logged steps after the first tenth; whole phase {seconds.get('train')} s")
+EOF
+    done
+}
+
+case "${1:-}" in
+    prepare) prepare ;;
+    run) shift; run "${1:-}" ;;
+    *) echo "usage: bench/device_check.sh prepare | run [--quick]" >&2; exit 2 ;;
+esac
