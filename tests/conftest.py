@@ -35,12 +35,19 @@ FIRST = [
     "test_the_representation_becomes_a_torus_and_its_code_is_factorized_beyond_untrained_and_pixels",
 ]
 
+EARLY = ("test_gpu_scale_preset_runs_end_to_end_on_the_cpu",)  # ≈ 2 min over its presets, one test each
+
 
 def pytest_collection_modifyitems(session, config, items):
-    """Findings tests first (those named in FIRST in that order, any others after them), the rest as collected."""
+    """Findings tests first (those named in FIRST in that order, any others after them), then the tests of
+    `xdist_group` modules and the GPU-preset smoke test (the other large work units: a group runs on one worker as
+    one unit, up to ≈ 2.5 min), then the rest as collected — so the tail of a run is small units both workers share
+    (largest first). Measured on one machine the same day, 905 tests: 16 min 29 s with the groups as collected,
+    15 min 33 s in this order."""
     def rank(item) -> int:
         if "/acceptance/" not in item.path.as_posix():
-            return len(FIRST) + 1
+            early = item.get_closest_marker("xdist_group") is not None or item.name.startswith(EARLY)
+            return len(FIRST) + (1 if early else 2)
         return FIRST.index(item.name) if item.name in FIRST else len(FIRST)
 
     for item in items:
