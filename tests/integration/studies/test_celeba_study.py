@@ -10,12 +10,13 @@ import torch
 import yaml
 from typer.testing import CliRunner
 
+import conceptlab
 from conceptlab.analysis.concept_space import evaluate_generations
 from conceptlab.cli import app
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import build_run_model, run_experiment
 from conceptlab.probes.concept_classifier import ProbeAccuracyError, ProbeConfig
-from conceptlab.probes.face_classifier import load_or_train_face_probe
+from conceptlab.probes.face_classifier import FaceProbe, load_or_train_face_probe
 from conceptlab.studies import build_data
 
 # `make test` (--dist loadgroup): one worker builds this module's module-scoped fixture, once
@@ -79,6 +80,8 @@ def test_a_micro_run_writes_what_the_findings_suite_reads(folder, tmp_path, monk
     data = json.loads((run / "data.json").read_text())
     assert data["root"] == str(folder) and data["partition"].startswith("official")
     assert data["training_images_per_class"] == {"00": 32, "10": 32, "11": 32}
+    loaded = conceptlab.load_run(run)  # the Python front door gives the run's face probe and its prompts
+    assert isinstance(loaded.probe(), FaceProbe) and loaded.class_prompts(["01"]).tolist() == [[1.0, 0.0, 0.0, 1.0]]
 
 
 def test_the_command_line_runs_and_sizes_a_celeba_preset(folder, tmp_path):
