@@ -12,7 +12,7 @@ from conceptlab.config_base import StrictConfig
 class TrainConfig(StrictConfig):
     """Optimisation, checkpoint schedule and seeds."""
 
-    added_fields = ("keep_training_state", "keep_checkpoints", "tensorboard")
+    added_fields = ("keep_training_state", "keep_checkpoints", "tensorboard", "hflip")
 
     steps: int = Field(20000, ge=1)
     batch_size: int = Field(64, ge=1)
@@ -38,6 +38,9 @@ class TrainConfig(StrictConfig):
         "all", description="once the run is done, keep every checkpoint, or only those a measurement evaluated"
     )
 
+    hflip: float = Field(0.0, ge=0.0, le=1.0, description="probability of flipping a training image left to right "
+                         "when it is drawn (augmentation; the authors' CelebA loader flips with 0.5); 0: never, and "
+                         "no random number is drawn for it")
     tensorboard: bool = Field(
         True, description="log loss, grad norm, learning rate, per-checkpoint measurements and sample grids to "
         "<run>/tensorboard (TensorBoard); does not change the trained weights"

@@ -129,6 +129,9 @@ def iter_training(
         if cfg_dropout > 0:
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
+        if cfg.hflip > 0:
+            flip = torch.rand(cfg.batch_size, generator=generator) < cfg.hflip
+            images = torch.where(flip[:, None, None, None], images.flip(3), images)
         loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, device, cfg.grad_clip)
         if ema is not None:
             ema.update(model, step)

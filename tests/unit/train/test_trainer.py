@@ -91,3 +91,27 @@ def test_uint8_images_train_exactly_like_their_float_values(tmp_path):
         list(iter_training(model, d, _cfg(bf16=False), tmp_path / name, tmp_path / f"{name}.safetensors"))
         finals.append(model.state_dict())
     assert all(torch.equal(finals[0][k], finals[1][k]) for k in finals[0])
+
+
+def test_hflip_flips_the_drawn_images_and_at_zero_changes_nothing(tmp_path, monkeypatch):
+    import conceptlab.train.trainer as trainer
+
+    n = 16
+    images = torch.zeros(n, 3, 8, 8)
+    images[..., :4] = 1.0  # bright on the left: a flipped image is bright on the right
+    data = TrainingData(images, torch.rand(n, 2), null_value=0.0)
+    seen = []
+    real_step = trainer.train_step
+
+    def spy(model, optimizer, x, *args):
+        seen.append(x.clone())
+        return real_step(model, optimizer, x, *args)
+
+    monkeypatch.setattr(trainer, "train_step", spy)
+    for p, name in ((1.0, "all"), (0.5, "half"), (0.0, "none")):
+        seen.clear()
+        list(iter_training(_model(), data, _cfg(hflip=p, steps=8), tmp_path / name, tmp_path / f"{name}.st"))
+        right = torch.cat(seen)[..., 4:].mean((1, 2, 3)) > 0.5  # per image: flipped
+        assert right.float().mean().item() == pytest.approx(p, abs=0.2 if p == 0.5 else 0.0), (p, right)
+    # at its default the key is left out of the saved config (so of every run id) and draws no random number
+    assert "hflip" not in TrainConfig().model_dump() and TrainConfig(hflip=0.5).model_dump()["hflip"] == 0.5
