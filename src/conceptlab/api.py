@@ -179,20 +179,11 @@ class Run:
         return out, {name: acts[0] for name, acts in cache.items() if acts}
 
     def probe(self):
-        """The concept probe that read the generations (`shapes` data; the face probe of `celeba` data), from the
-        cache (trained if missing)."""
-        if self.config.data.kind == "celeba":
-            from conceptlab.probes.face_classifier import load_or_train_face_probe
-            from conceptlab.studies import build_data
-
-            return load_or_train_face_probe(self.config.eval.probe, build_data(self.config.data))[0]
-        if self.config.data.kind != "shapes":
+        """The probe that read the generations (the concept probe of `shapes` data, the face probe of `celeba`
+        data), from the cache (trained if missing)."""
+        if not hasattr(self.study, "probe"):
             raise TypeError(f"data kind {self.config.data.kind} has no concept probe")
-        from conceptlab.probes.concept_classifier import load_or_train_probe
-
-        probe, _ = load_or_train_probe(self.config.eval.probe, list(self.config.data.concepts),
-                                       self.config.data.image_size, progress=False)
-        return probe
+        return self.study.probe(self.config, self.data)[0]
 
     def intervention_context(self, step: int | None = None, reference_step: int | None = None):
         """What interventions see at checkpoint `step` (`interventions.InterventionContext`): the data's classes and

@@ -285,9 +285,20 @@ _COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "b
                 "provenance", "disk_bytes", "invocations", "seconds_all_invocations"}
 
 
+def _concept_space_kind(kind) -> bool:
+    """Whether runs of `kind` have the concept-space study's summary (shapes, celeba: a study built on it)."""
+    from conceptlab.studies import study_for
+    from conceptlab.studies.concept_space import ConceptSpaceStudy
+
+    try:
+        return isinstance(study_for(str(kind)), ConceptSpaceStudy)
+    except ValueError:  # an unknown kind (PluginError is one), or a plug-in that does not import here: field by field
+        return False
+
+
 def _print_summary(summary: dict, run_dir: Path) -> None:
     console.print(f"\n[bold]{escape(str(summary['name']))}[/] ({escape(str(run_dir))})")
-    if summary.get("kind", "shapes") not in ("shapes", "celeba"):  # the concept-space studies share their summary
+    if not _concept_space_kind(summary.get("kind", "shapes")):
         _print_fields({k: v for k, v in summary.items() if k not in _COMMON_KEYS})
     else:
         _print_concept_space(summary)

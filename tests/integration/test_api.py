@@ -48,6 +48,7 @@ def test_a_loaded_run_gives_its_model_tables_and_context(tmp_path):
     assert "down.0.blocks.0.hook_concept" in loaded.hook_names()
     context = loaded.intervention_context(step=10)
     assert context.classes == ["00", "01", "10", "11"] and context.canonical_prompt is not None
+    assert type(loaded.probe()).__name__ == "ConceptProbe"  # the probe that read the run's generations
     with pytest.raises(ValueError, match="no checkpoint at step 15"):
         loaded.model(15)
     with pytest.raises(FileNotFoundError, match="has no table 'geometry'"):

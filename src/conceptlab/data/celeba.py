@@ -45,7 +45,7 @@ from torch import Tensor
 
 from conceptlab.config_base import DataSection
 from conceptlab.data.labelled import unit_float
-from conceptlab.data.shapes import ConceptDataset, seeded_generator
+from conceptlab.data.shapes import ConceptDataset, binary_codes, codes_as_strings, seeded_generator
 
 ENV = "CONCEPTLAB_CELEBA"
 ATTRIBUTE_FILES = ("list_attr_celeba.txt", "list_attr_celeba.csv")
@@ -84,11 +84,7 @@ class CelebADataConfig(DataSection):
     @model_validator(mode="before")
     @classmethod
     def _codes_as_strings(cls, data):
-        if isinstance(data, dict) and isinstance(data.get("held_out_classes"), list):
-            width = len(data.get("concepts") or ["Male", "Wearing_Hat"])
-            data = {**data, "held_out_classes": [str(c).zfill(width) if isinstance(c, int) else c
-                                                 for c in data["held_out_classes"]]}
-        return data
+        return codes_as_strings(data, ("held_out_classes",), 2)
 
     @field_validator("concepts")
     @classmethod
@@ -109,8 +105,7 @@ class CelebADataConfig(DataSection):
         return self
 
     def all_classes(self) -> list[str]:
-        n = len(self.concepts)
-        return [format(i, f"0{n}b") for i in range(2**n)]
+        return binary_codes(len(self.concepts))
 
     def resolved_held_out_classes(self) -> list[str]:
         return list(self.held_out_classes)
@@ -206,34 +201,42 @@ def _load_one(path: Path, crop: int | None, size: int) -> np.ndarray:
         return np.asarray(im, dtype=np.uint8).transpose(2, 0, 1)
 
 
+def _decode(folder: Path, ids: list[str], size: int, crop: int | None, progress: bool) -> Tensor:
+    """uint8 [N, 3, size, size] of the images `ids` under `folder`, centre-cropped and resized."""
+    from rich.progress import Progress
+
+    missing = [i for i in ids if not (folder / i).is_file()]
+    if missing:
+        raise ValueError(f"{len(missing)} images listed in the attribute file are not in {folder} "
+                         f"(first {missing[0]})")
+    out = np.empty((len(ids), 3, size, size), dtype=np.uint8)
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task(f"decoding {len(ids)} CelebA images", total=len(ids))
+        for k, name in enumerate(ids):
+            out[k] = _load_one(folder / name, crop, size)
+            bar.advance(task)
+    return torch.from_numpy(out)
+
+
 def load_images(folder: Path, ids: list[str], size: int, crop: int | None, key: str,
-                progress: bool = False) -> Tensor:
-    """uint8 [N, 3, size, size] of the images `ids` under `folder`, centre-cropped and resized; cached under
-    `$CONCEPTLAB_CACHE/celeba/<key>-<hash of ids>.safetensors` (concurrent callers decode once)."""
+                progress: bool = False, cache: bool = True) -> Tensor:
+    """uint8 [N, 3, size, size] of the images `ids` under `folder`, centre-cropped and resized; with `cache`,
+    kept under `$CONCEPTLAB_CACHE/celeba/<key>-<hash of ids>.safetensors` (concurrent callers decode once) —
+    for the fixed sets a run reads again, not for one-off draws."""
     from conceptlab.store.files import cache_root, exclusive_lock, read_tensors, write_tensors
 
     if not ids:
         return torch.zeros(0, 3, size, size, dtype=torch.uint8)
+    if not cache:
+        return _decode(folder, ids, size, crop, progress)
     digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]
-    cache = cache_root() / "celeba"
-    path = cache / f"{key}-{digest}.safetensors"
-    with exclusive_lock(cache / f"{key}-{digest}.lock"):
+    where = cache_root() / "celeba"
+    path = where / f"{key}-{digest}.safetensors"
+    with exclusive_lock(where / f"{key}-{digest}.lock"):
         if path.is_file():
             return read_tensors(path)["images"]
-        missing = [i for i in ids if not (folder / i).is_file()]
-        if missing:
-            raise ValueError(f"{len(missing)} images listed in the attribute file are not in {folder} "
-                             f"(first {missing[0]})")
-        from rich.progress import Progress
-
-        out = np.empty((len(ids), 3, size, size), dtype=np.uint8)
-        with Progress(disable=not progress, transient=True) as bar:
-            task = bar.add_task(f"decoding {len(ids)} CelebA images", total=len(ids))
-            for k, name in enumerate(ids):
-                out[k] = _load_one(folder / name, crop, size)
-                bar.advance(task)
-        images = torch.from_numpy(out)
-        cache.mkdir(parents=True, exist_ok=True)
+        images = _decode(folder, ids, size, crop, progress)
+        where.mkdir(parents=True, exist_ok=True)
         write_tensors(path, {"images": images})
         return images
 
@@ -278,6 +281,7 @@ class CelebADGP:
         self.key = hashlib.sha256(repr((CACHE_VERSION, str(self.root.resolve()), cfg.images_dir,
                                         self.attributes.sha256, cfg.image_size, cfg.crop)).encode()).hexdigest()[:16]
         self.train_ids = self._training_ids()
+        self._train: ConceptDataset | None = None
         self._signal: dict[str, float] | None = None
 
     # -- classes and prompts ------------------------------------------------------------------------------------
@@ -352,9 +356,9 @@ class CelebADGP:
             n = min(n, *(len(ids) for ids in available.values()))
         return {c: self._draw(ids, n, self.cfg.data_seed, "train", c) for c, ids in available.items()}
 
-    def images(self, ids: list[str]) -> Tensor:
-        """uint8 [N, 3, S, S] of these images (decoded once per machine, then cached)."""
-        return load_images(self.folder, ids, self.image_size, self.cfg.crop, self.key, self.progress)
+    def images(self, ids: list[str], cache: bool = True) -> Tensor:
+        """uint8 [N, 3, S, S] of these images (with `cache`, decoded once per machine)."""
+        return load_images(self.folder, ids, self.image_size, self.cfg.crop, self.key, self.progress, cache)
 
     def _dataset(self, ids_by_class: dict[str, list[str]]) -> ConceptDataset:
         ids = [i for code in ids_by_class for i in ids_by_class[code]]
@@ -365,8 +369,11 @@ class CelebADGP:
         return ConceptDataset(images, prompts, index, list(self.classes))
 
     def training_set(self) -> ConceptDataset:
-        """The training classes' images (uint8; `images_per_class` each, balanced) with their one-hot prompts."""
-        return self._dataset(self.train_ids)
+        """The training classes' images (uint8; `images_per_class` each, balanced) with their one-hot prompts; read
+        once per process (the run trains on it and `concept_signal` reads it)."""
+        if self._train is None:
+            self._train = self._dataset(self.train_ids)
+        return self._train
 
     def test_set(self, n_per_class: int, seed: int = 0) -> ConceptDataset:
         """Up to n_per_class images of every class (held-out included) from outside the training partition, as
@@ -399,7 +406,7 @@ class CelebADGP:
             raise ValueError(f"class {code} ({self.class_name(code)}) has no images in {self.root}")
         picks = torch.randint(0, len(ids), (n,), generator=generator).tolist()
         unique = sorted(set(picks))
-        images = unit_float(self.images([ids[i] for i in unique]))
+        images = unit_float(self.images([ids[i] for i in unique], cache=False))  # a one-off draw
         at = {i: k for k, i in enumerate(unique)}
         return images[[at[i] for i in picks]], self.class_prompt(code).expand(n, -1).clone()
 

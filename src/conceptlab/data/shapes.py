@@ -30,6 +30,24 @@ VALUE_NAMES = {"color": ("red", "blue"), "size": ("large", "small"), "background
                "shape": ("circle", "triangle")}  # what a concept's value 0 and 1 are
 
 
+def binary_codes(n: int) -> list[str]:
+    """Every class code of n binary concepts, in binary order: "00", "01", "10", "11" for n = 2."""
+    return [format(i, f"0{n}b") for i in range(2**n)]
+
+
+def codes_as_strings(data, fields: tuple[str, ...], default_width: int):
+    """A raw data section with the class codes of `fields` as strings: YAML reads a code such as 01 or 10 as an
+    int, turned back into one digit per concept (`concepts`' length, else `default_width`)."""
+    if not isinstance(data, dict):
+        return data
+    width = len(data.get("concepts") or [None] * default_width)
+    for name in fields:
+        codes = data.get(name)
+        if isinstance(codes, list):
+            data = {**data, name: [format(c, f"0{width}d") if isinstance(c, int) else c for c in codes]}
+    return data
+
+
 class ShapesDataConfig(DataSection):
     """The `shapes` data-generating process (Park et al. 2024, generalised to n concepts).
 
@@ -72,14 +90,7 @@ class ShapesDataConfig(DataSection):
     @model_validator(mode="before")
     @classmethod
     def _class_codes_as_strings(cls, data):
-        """YAML reads a code such as 10 as an int: turn ints back into codes of one digit per concept."""
-        if isinstance(data, dict):
-            width = len(data.get("concepts") or ["color", "size"])
-            for field in ("train_classes", "held_out_classes"):
-                codes = data.get(field)
-                if isinstance(codes, list):
-                    data = {**data, field: [format(c, f"0{width}d") if isinstance(c, int) else c for c in codes]}
-        return data
+        return codes_as_strings(data, ("train_classes", "held_out_classes"), 2)
 
     @field_validator("concepts")
     @classmethod
@@ -120,8 +131,7 @@ class ShapesDataConfig(DataSection):
         return self
 
     def all_classes(self) -> list[str]:
-        n = len(self.concepts)
-        return [format(i, f"0{n}b") for i in range(2**n)]
+        return binary_codes(len(self.concepts))
 
     def resolved_train_classes(self) -> list[str]:
         if self.train_classes is not None:

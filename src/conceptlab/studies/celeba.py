@@ -11,19 +11,9 @@ It shares the `eval` fields of the `shapes` study (`eval.probe` configures the f
 
 from __future__ import annotations
 
-import time
-
 from conceptlab.data.celeba import CelebADataConfig, CelebADGP
 from conceptlab.probes.face_classifier import load_or_train_face_probe
-from conceptlab.store.run_folder import RunFolder
-from conceptlab.studies.base import Evaluation, MemoryNeeds
-from conceptlab.studies.concept_space import (
-    ConceptSpaceStudy,
-    _variant_count,
-    concept_space_measurement,
-    summarize,
-)
-from conceptlab.studies.emergence import intervention_measurement
+from conceptlab.studies.concept_space import ConceptSpaceStudy
 
 
 class CelebAStudy(ConceptSpaceStudy):
@@ -39,39 +29,20 @@ class CelebAStudy(ConceptSpaceStudy):
     def build_data(self, cfg: CelebADataConfig) -> CelebADGP:
         return CelebADGP(cfg)
 
-    def memory_needs(self, cfg) -> MemoryNeeds:
-        """The training images (uint8, and one float batch), the probe's labelled images, a checkpoint's
-        generations (every class's samples and every intervention variant's)."""
-        d, e = cfg.data, cfg.eval
-        image = 3 * d.image_size**2
-        classes = 2 ** len(d.concepts)
-        data = len(d.resolved_train_classes()) * d.images_per_class * image
-        probe = classes * e.probe.images_per_class * image * 5  # uint8 set, float batches, invalid images
-        batch = e.samples_per_class * classes
-        generated = batch * image * 4
-        iv = e.interventions
-        if iv is not None:
-            generated += _variant_count(iv) * len(iv.targets or d.resolved_held_out_classes()) * iv.samples * image * 4
-            batch = max(batch, max(iv.max_batch, iv.samples))
-        guided = 2 if cfg.diffusion.guidance_scale or cfg.diffusion.cfg_dropout else 1
-        return MemoryNeeds(data=data, evaluation=max(probe, 2 * generated), eval_batch=batch * guided,
-                           data_keys="data.images_per_class, data.image_size",
-                           eval_keys="eval.samples_per_class, eval.probe.images_per_class, data.image_size")
+    def data_bytes(self, cfg) -> int:
+        """The training images, held as uint8."""
+        d = cfg.data
+        return len(d.resolved_train_classes()) * d.images_per_class * 3 * d.image_size**2
 
-    def prepare_shared(self, cfg, progress: bool = False) -> None:
-        """Decode the images and train (or find cached) the face probe once, before sweep workers start."""
-        dgp = CelebADGP(cfg.data, progress=progress)
-        dgp.training_set()
-        load_or_train_face_probe(cfg.eval.probe, dgp, progress=progress)
+    def probe_bytes(self, cfg) -> int:
+        """The face probe's labelled images (uint8), their float batches and its invalid images."""
+        return 2 ** len(cfg.data.concepts) * cfg.eval.probe.images_per_class * 3 * cfg.data.image_size**2 * 5
 
-    def evaluation(self, cfg, dgp: CelebADGP, model, run: RunFolder, console, progress) -> Evaluation:
-        began = time.perf_counter()
-        probe, probe_report = load_or_train_face_probe(cfg.eval.probe, dgp, progress=progress)
-        setup = {"probe": time.perf_counter() - began}
-        measurements = [concept_space_measurement(cfg, dgp, model, probe)]
-        if cfg.eval.interventions is not None:
-            measurements.append(intervention_measurement(cfg, dgp, model, probe, run.list_checkpoints()))
-        return Evaluation(measurements, lambda: summarize(cfg, run, dgp.describe(), probe_report), setup)
+    def probe(self, cfg, dgp: CelebADGP | None = None, progress: bool = False):
+        """(the face probe, its report): trained on the data's labelled images (built here when `dgp` is None),
+        cached per machine; the rest of the evaluation is the shapes study's."""
+        return load_or_train_face_probe(cfg.eval.probe, dgp or CelebADGP(cfg.data, progress=progress),
+                                        progress=progress)
 
 
 STUDY = CelebAStudy()

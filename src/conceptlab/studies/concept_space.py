@@ -216,38 +216,46 @@ class ConceptSpaceStudy(StudyBase):
         return f"{len(dgp.train_classes)} training classes, held out {held}"
 
     def memory_needs(self, cfg) -> MemoryNeeds:
-        """Training renders (`RENDER_PEAK` × the images); the concept probe's training and evaluation renders and its
-        passes (measured on the meta device), counted whether or not it is cached already; the generations of a
-        checkpoint: every class's samples, and every intervention variant's images."""
+        """The training data (`data_bytes`) and the probe (`probe_bytes`), counted whether or not it is cached
+        already; the generations of a checkpoint: every class's samples, and every intervention variant's images."""
         d, e = cfg.data, cfg.eval
         image = 3 * d.image_size**2 * 4
-        classes = 2 ** len(d.concepts)
-        data = len(d.resolved_train_classes()) * d.images_per_class * image * RENDER_PEAK
-        probe = probe_memory(e.probe, list(d.concepts), d.image_size)
         guided = 2 if cfg.diffusion.guidance_scale or cfg.diffusion.cfg_dropout else 1
-        batch = e.samples_per_class * classes
+        batch = e.samples_per_class * 2 ** len(d.concepts)
         generated = batch * image
         iv = e.interventions
         if iv is not None:
-            variants = _variant_count(iv)
             targets = len(iv.targets or d.resolved_held_out_classes())
-            generated += variants * targets * iv.samples * image
+            generated += _variant_count(iv) * targets * iv.samples * image
             batch = max(batch, max(iv.max_batch, iv.samples))
         return MemoryNeeds(
-            data=data, evaluation=max(probe, 2 * generated), eval_batch=batch * guided,
+            data=self.data_bytes(cfg), evaluation=max(self.probe_bytes(cfg), 2 * generated), eval_batch=batch * guided,
             data_keys="data.images_per_class, data.image_size",
             eval_keys="eval.samples_per_class, eval.probe.images_per_class, data.image_size" + (
                 ", eval.interventions.samples, eval.interventions.max_batch" if iv is not None else ""),
         )
 
+    def data_bytes(self, cfg) -> int:
+        """Training renders: `RENDER_PEAK` × the float images."""
+        d = cfg.data
+        return len(d.resolved_train_classes()) * d.images_per_class * 3 * d.image_size**2 * 4 * RENDER_PEAK
+
+    def probe_bytes(self, cfg) -> int:
+        """The concept probe's training and evaluation renders and its passes (measured on the meta device)."""
+        return probe_memory(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size)
+
+    def probe(self, cfg, dgp=None, progress: bool = False):
+        """(the probe that reads this study's generations, its report): the concept probe trained on renders,
+        cached per machine (`dgp` is not needed: the renders come from the config)."""
+        return load_or_train_probe(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size, progress=progress)
+
     def prepare_shared(self, cfg, progress: bool = False) -> None:
-        """Train (or find cached) the concept probe once, before sweep workers start and all load it."""
-        load_or_train_probe(cfg.eval.probe, list(cfg.data.concepts), cfg.data.image_size, progress=progress)
+        """Train (or find cached) the probe once, before sweep workers start and all load it."""
+        self.probe(cfg, progress=progress)
 
     def evaluation(self, cfg, dgp: ShapesDGP, model, run: RunFolder, console, progress) -> Evaluation:
         began = time.perf_counter()
-        probe, probe_report = load_or_train_probe(cfg.eval.probe, list(dgp.concepts), cfg.data.image_size,
-                                                  progress=progress)
+        probe, probe_report = self.probe(cfg, dgp, progress)
         setup = {"probe": time.perf_counter() - began}
         measurements = [concept_space_measurement(cfg, dgp, model, probe)]
         if cfg.eval.interventions is not None:

@@ -90,6 +90,7 @@ def test_the_centre_crop_keeps_the_middle_square(tmp_path):
 
 def test_decoded_images_are_cached(folder, monkeypatch):
     first = dgp(folder).training_set().images
+    decode = celeba._load_one
 
     def no_decoding(*args):
         raise AssertionError("decoded again")
@@ -98,6 +99,12 @@ def test_decoded_images_are_cached(folder, monkeypatch):
     assert torch.equal(dgp(folder).training_set().images, first)
     with pytest.raises(AssertionError, match="decoded again"):  # another size is another cache entry
         CelebADGP(CelebADataConfig(root=str(folder), image_size=8)).training_set()
+    monkeypatch.setattr(celeba, "_load_one", decode)
+    cache = folder.parent / "cache" / "celeba"
+    entries = sorted(cache.glob("*.safetensors"))
+    assert len(entries) == 1  # the training set (the 8-pixel attempt stopped before writing one)
+    assert dgp(folder).sample_class("01", 5, torch.Generator().manual_seed(3))[0].shape == (5, 3, 16, 16)  # one-off
+    assert sorted(cache.glob("*.safetensors")) == entries
 
 
 def test_the_concept_signal_sees_what_the_images_show_and_not_a_label_they_do_not(tmp_path, fake_celeba):
@@ -126,6 +133,7 @@ def test_what_cannot_work_is_one_clear_line(folder, change, message):
 def test_the_config_refuses_bad_class_codes_and_takes_the_folder_from_the_environment(folder, monkeypatch):
     with pytest.raises(ValueError, match="2 digits of 0/1"):
         CelebADataConfig(held_out_classes=["1"])
+    assert CelebADataConfig(held_out_classes=[1]).held_out_classes == ["01"]  # YAML's reading of an unquoted 01
     with pytest.raises(ValueError, match="nothing is left to train on"):
         CelebADataConfig(held_out_classes=["00", "01", "10", "11"])
     monkeypatch.setenv("CONCEPTLAB_CELEBA", str(folder))
