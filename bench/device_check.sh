@@ -4,7 +4,8 @@
 # time of every phase from each run's timings.jsonl. CI never runs it; nothing here is a test.
 #
 #   bench/device_check.sh prepare      # here, once: wheels of what the device image lacks, into .whl/ (ignored)
-#   bench/device_check.sh run          # there: device tool `run`, carry [".whl"], timeout_s ≈ 540
+#   bench/device_check.sh run          # there: device tool `run`, carry [".whl"], timeout_s ≈ 480
+#                                      # (each paper preset is stopped after $DEVICE_CHECK_LIMIT s, default 190)
 #   bench/device_check.sh run --quick  # anywhere, CPU or GPU: the micro presets, to check the script itself
 #
 # The device image has torch (2.11, CUDA 13), numpy, pandas, pyarrow, matplotlib, h5py, rich, typer, tensorboard and
@@ -43,18 +44,23 @@ run() {
       python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
 torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
       git rev-parse --short HEAD 2>/dev/null; date -u; } | tee "$OUT/gpu.txt"
-    local steps=300 presets
+    local steps=300 presets limit=${DEVICE_CHECK_LIMIT:-190}
     if [ "$quick" = "--quick" ]; then
         steps=4
         presets=(micro bumps-micro)
     else
+        # the micro preset first (seconds): a failure of the GPU path shows there before the long runs
+        timeout 60 python3 -m conceptlab run micro train.steps=30 train.checkpoint_schedule=list \
+            "train.checkpoint_steps=[10,20,30]" --runs-dir /tmp/device-runs --no-progress \
+            > "$OUT/micro.log" 2>&1
+        echo "micro (30 steps): exit $?" | tee -a "$OUT/summary.txt"
         presets=(hidden-emergence-paper factorize-torus-paper)
     fi
     # a few hundred steps, checkpoints at a third, two thirds and the end, every checkpoint evaluated as the preset
     # says (the evaluation is the preset's own: interventions at every checkpoint, geometry and controls at the last)
     for preset in "${presets[@]}"; do
         local a=$((steps / 3)) b=$((2 * steps / 3))
-        timeout 200 python3 -m conceptlab run "$preset" "train.steps=$steps" train.checkpoint_schedule=list \
+        timeout "$limit" python3 -m conceptlab run "$preset" "train.steps=$steps" train.checkpoint_schedule=list \
             "train.checkpoint_steps=[$a,$b,$steps]" --runs-dir /tmp/device-runs --no-progress \
             > "$OUT/$preset.log" 2>&1
         echo "$preset: exit $?" | tee -a "$OUT/summary.txt"
