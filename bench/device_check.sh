@@ -5,7 +5,8 @@
 #
 #   bench/device_check.sh prepare      # here, once: wheels of what the device image lacks, into .whl/ (ignored)
 #   bench/device_check.sh run          # there: device tool `run`, carry [".whl"], timeout_s ≈ 480
-#                                      # (each paper preset is stopped after $DEVICE_CHECK_LIMIT s, default 190)
+#                                      # (each paper preset is stopped after $DEVICE_CHECK_LIMIT s, default 190;
+#                                      # presets named in $DEVICE_CHECK_PROFILE run under cProfile, its top in the log)
 #   bench/device_check.sh run --quick  # anywhere, CPU or GPU: the micro presets, to check the script itself
 #
 # The device image has torch (2.11, CUDA 13), numpy, pandas, pyarrow, matplotlib, h5py, rich, typer, tensorboard and
@@ -15,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-WHEELS=(pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.7.0 typing-inspection==0.4.2 duckdb==2.0.1
+WHEELS=(pydantic==2.14.4 pydantic-core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5 typing-extensions==4.16.0 duckdb==2.0.1
         ripser==0.6.15 persim==0.4.1 deprecated==1.3.1 submitit==1.5.4 typer==0.29.2)
 
 prepare() {
@@ -60,10 +61,21 @@ torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
     # says (the evaluation is the preset's own: interventions at every checkpoint, geometry and controls at the last)
     for preset in "${presets[@]}"; do
         local a=$((steps / 3)) b=$((2 * steps / 3))
-        timeout "$limit" python3 -m conceptlab run "$preset" "train.steps=$steps" train.checkpoint_schedule=list \
-            "train.checkpoint_steps=[$a,$b,$steps]" --runs-dir /tmp/device-runs --no-progress \
-            > "$OUT/$preset.log" 2>&1
-        echo "$preset: exit $?" | tee -a "$OUT/summary.txt"
+        # stopped with SIGINT at the limit: the run records its phases so far (timings.jsonl), a profile is written
+        local prof=()
+        [[ " ${DEVICE_CHECK_PROFILE:-} " == *" $preset "* ]] && prof=(-m cProfile -o "/tmp/$preset.prof")
+        timeout -s INT -k 20 "$limit" python3 "${prof[@]}" -m conceptlab run "$preset" "train.steps=$steps" \
+            train.checkpoint_schedule=list "train.checkpoint_steps=[$a,$b,$steps]" --runs-dir /tmp/device-runs \
+            --no-progress > "$OUT/$preset.log" 2>&1
+        echo "$preset: exit $?${prof:+ (under cProfile: its times are inflated)}" | tee -a "$OUT/summary.txt"
+        [ -f "/tmp/$preset.prof" ] && python3 - "/tmp/$preset.prof" >> "$OUT/$preset.log" <<'EOF'
+import pstats, sys
+stats = pstats.Stats(sys.argv[1])
+print("\n== profile: conceptlab functions by cumulative time")
+stats.sort_stats("cumulative").print_stats("conceptlab", 45)
+print("\n== profile: all functions by own time")
+stats.sort_stats("tottime").print_stats(25)
+EOF
         local folder
         folder=$(ls -td /tmp/device-runs/*-"$preset" 2>/dev/null | head -1)
         [ -n "$folder" ] && cp "$folder/timings.jsonl" "$OUT/$preset-timings.jsonl" 2>/dev/null

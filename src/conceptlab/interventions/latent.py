@@ -51,14 +51,14 @@ def _select_sites(embeddings: dict[str, Tensor], sites: Sequence[str] | None) ->
 
 def _shift_edit(shift: dict[str, Tensor]) -> LatentEdit:
     def fn(h: Tensor, hook: HookPoint) -> Tensor:
-        return h + shift[hook.name].to(h.dtype)
+        return h + shift[hook.name].to(device=h.device, dtype=h.dtype)
 
     return LatentEdit(sites=lambda name: name in shift, fn=fn)
 
 
 def _replace_edit(values: dict[str, Tensor]) -> LatentEdit:
     def fn(h: Tensor, hook: HookPoint) -> Tensor:
-        return values[hook.name].to(h.dtype).expand_as(h)
+        return values[hook.name].to(device=h.device, dtype=h.dtype).expand_as(h)
 
     return LatentEdit(sites=lambda name: name in values, fn=fn)
 
@@ -83,10 +83,10 @@ def _project_edit(boost: dict[str, list[Tensor]], suppress: dict[str, list[Tenso
 
     def fn(h: Tensor, hook: HookPoint) -> Tensor:
         for u in boost.get(hook.name, []):
-            u = u.to(h.dtype)
+            u = u.to(device=h.device, dtype=h.dtype)
             h = h + alpha * (h @ u)[:, None] * u
         for v in suppress.get(hook.name, []):
-            v = v.to(h.dtype)
+            v = v.to(device=h.device, dtype=h.dtype)
             h = h - beta * (h @ v)[:, None] * v
         return h
 

@@ -357,3 +357,18 @@ def test_the_paper_setup_presets_over_prompt_with_the_authors_colors(preset):
 
     over = load_config(preset).eval.interventions.over_prompting
     assert [tuple(c) for c in over.colors] == list(AUTHORS_BLUE_COLORS)
+
+
+def test_latent_edits_follow_the_activations_device(dgp, model):
+    """Directions and embeddings are computed once (on the CPU); the edit must move them to the activation's device.
+    The meta device stands in for an accelerator: mixing it with CPU tensors raises, as CUDA does (the GPU device
+    check found `linear` failing so)."""
+    ctx = _context(dgp, model, reference=_micro_model(1))
+    name = "down.0.blocks.0.hook_concept"
+    h = concept_embeddings(model, dgp.class_prompt("11")[None])[name].to("meta")
+    for intervention in (LinearLatentIntervention(), EmbeddingShift(boost=("color",), suppress=("size",)),
+                         EmbedderPatching()):
+        for variant in intervention.variants("11", ctx):
+            (edit,) = variant.edits
+            out = edit.fn(h, hook_points(model.net)[name])
+            assert out.device.type == "meta" and out.shape == h.shape, intervention
