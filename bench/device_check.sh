@@ -6,7 +6,8 @@
 #   bench/device_check.sh prepare      # here, once: wheels of what the device image lacks, into .whl/ (ignored)
 #   bench/device_check.sh run          # there: device tool `run`, carry [".whl"], timeout_s ≈ 480
 #                                      # (each paper preset is stopped after $DEVICE_CHECK_LIMIT s, default 190;
-#                                      # presets named in $DEVICE_CHECK_PROFILE run under cProfile, its top in the log)
+#                                      # presets named in $DEVICE_CHECK_PROFILE run under cProfile, its top in the log;
+#                                      # $DEVICE_CHECK_PRESETS names the presets to run instead, without the micro run)
 #   bench/device_check.sh run --quick  # anywhere, CPU or GPU: the micro presets, to check the script itself
 #
 # The device image has torch (2.11, CUDA 13), numpy, pandas, pyarrow, matplotlib, h5py, rich, typer, tensorboard and
@@ -49,6 +50,8 @@ torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
     if [ "$quick" = "--quick" ]; then
         steps=4
         presets=(micro bumps-micro)
+    elif [ -n "${DEVICE_CHECK_PRESETS:-}" ]; then  # a rerun of named presets alone (no micro run first)
+        read -ra presets <<< "$DEVICE_CHECK_PRESETS"
     else
         # the micro preset first (seconds): a failure of the GPU path shows there before the long runs
         timeout 60 python3 -m conceptlab run micro train.steps=30 train.checkpoint_schedule=list \

@@ -34,6 +34,7 @@ def run_bench(script: str, *args: str) -> str:
         ("train_step.py", ("--quick", "--preset", "micro", "--batch", "2", "--reps", "1")),
         ("sampling.py", ("--quick", "--preset", "micro", "--reps", "1")),
         ("eval_checkpoint.py", ("--quick", "--reps", "1")),
+        ("chord_tests.py", ("--quick",)),
     ],
 )
 def test_a_bench_prints_both_sides_and_the_ratio(script, args):
