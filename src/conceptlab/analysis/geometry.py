@@ -171,31 +171,43 @@ def as_grid(points: Cloud, labels: Tensor) -> np.ndarray:
     return grid
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+def _chord_ends(nx: int, ny: int, axis: int, periodic: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat indices of every chord's start `[nx, ny, 1]` and end `[nx, ny, S]` for steps s = 1..S along `axis` of an
+    `nx × ny` grid, and whether it exists (`[nx, ny, S]`; off the grid when not periodic)."""
+    n = (nx, ny)[axis]
+    steps = np.arange(1, n // 2 + 1) if periodic else np.arange(1, n)
+    i, j = np.meshgrid(np.arange(nx), np.arange(ny), indexing="ij")
+    moved = (i if axis == 0 else j)[:, :, None] + steps
+    inside = moved < n
+    moved = moved % n
+    end = moved * ny + j[:, :, None] if axis == 0 else i[:, :, None] * ny + moved
+    start = (i * ny + j)[:, :, None]
+    return start, np.where(inside | periodic, end, start), inside | periodic
 
 
-def _chords(grid: np.ndarray, axis: int, periodic: bool) -> np.ndarray:
-    """Unit displacement chords `[nx, ny, S, D]` for steps s = 1..S along `axis`, starting at every grid point."""
-    n = grid.shape[axis]
-    steps = range(1, n // 2 + 1) if periodic else range(1, n)
-    out = []
-    for s in steps:
-        moved = np.roll(grid, -s, axis=axis)
-        d = moved - grid
-        if not periodic:  # chords that would run off the grid are zeroed (and skipped below)
-            idx = [slice(None)] * 3
-            idx[axis] = slice(n - s, n)
-            d[tuple(idx)] = 0.0
-        out.append(d)
-    return _unit(np.stack(out, axis=2))
+def _chord_lengths(gram: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths of chords from the Gram matrix, and whether each is there: a chord counts as absent (as one off the
+    grid) when it is no longer than 1e-12 or than the Gram matrix's rounding noise at its two ends."""
+    diag = np.diag(gram)
+    sq = diag[start] + diag[end] - 2 * gram[start, end]
+    noise = 64 * np.finfo(gram.dtype).eps * (diag[start] + diag[end])
+    length = np.sqrt(np.maximum(sq, 0.0))
+    return length, (sq > noise) & (length > 1e-12)
 
 
-def _parallelism(chords: np.ndarray, valid: np.ndarray) -> float:
-    """Mean cos between chords `[nx, ny, S, D]` with the same start along axis 0 and step, at different axis-1 rows."""
-    per_start = chords.transpose(0, 2, 1, 3)  # [nx, S, ny, D]: one batched matrix product (BLAS), not an einsum loop
-    cos = (per_start @ per_start.transpose(0, 1, 3, 2)).transpose(0, 2, 3, 1)  # [nx, ny, ny, S]
-    pairs = valid[:, :, None, :] & valid[:, None, :, :] & ~np.eye(chords.shape[1], dtype=bool)[None, :, :, None]
+def _chord_cos(gram: np.ndarray, a1, b1, a2, b2, l1, l2) -> np.ndarray:
+    """cos between chords a1→b1 and a2→b2 (flat indices, broadcast): (g_b1 − g_a1)·(g_b2 − g_a2) from Gram entries."""
+    dot = gram[b1, b2] - gram[b1, a2] - gram[a1, b2] + gram[a1, a2]
+    return dot / (l1 * l2)
+
+
+def _parallelism(gram: np.ndarray, start, end, length, valid) -> float:
+    """Mean cos between chords `[n0, n1, S]` with the same index on axis 0 and the same step, at different axis-1
+    indices."""
+    a1, b1, l1, v1 = start[:, :, None, :], end[:, :, None, :], length[:, :, None, :], valid[:, :, None, :]
+    a2, b2, l2, v2 = start[:, None, :, :], end[:, None, :, :], length[:, None, :, :], valid[:, None, :, :]
+    cos = _chord_cos(gram, a1, b1, a2, b2, np.where(v1, l1, 1.0), np.where(v2, l2, 1.0))  # [n0, n1, n1, S]
+    pairs = v1 & v2 & ~np.eye(start.shape[1], dtype=bool)[None, :, :, None]
     return float(cos[pairs].mean())
 
 
@@ -207,11 +219,26 @@ def chord_tests(grid: np.ndarray, periodic: bool = True) -> dict[str, float]:
     - parallelism_x: mean cos between the same x-displacement (same start x, same step) at different y;
       parallelism_y likewise for y-displacements at different x; parallelism = their mean (1 = parallel).
     The Clifford torus gives 0 and 1, 1; the 3D torus has |cos| > 0 and y-chords that turn with x.
+
+    The cosines come from the Gram matrix of the centred points (one matrix product): a chord's dot product with
+    another is four of its entries, so no chord of D dimensions is ever formed. (Before 2026-12-04 the chords were
+    formed and normalised explicitly; the two agree to rounding, `bench/chord_tests.py`.)
     """
-    cx, cy = _chords(grid, 0, periodic), _chords(grid, 1, periodic)
-    vx, vy = np.linalg.norm(cx, axis=-1) > 0.5, np.linalg.norm(cy, axis=-1) > 0.5  # chords that exist
-    ortho = np.abs(cx @ cy.transpose(0, 1, 3, 2))[vx[:, :, :, None] & vy[:, :, None, :]]  # [nx, ny, S, S]
-    px = _parallelism(cx, vx)
-    py = _parallelism(cy.transpose(1, 0, 2, 3), vy.transpose(1, 0, 2))
+    nx, ny, _ = grid.shape
+    flat = grid.reshape(nx * ny, -1).astype(np.float64)
+    flat = flat - flat.mean(axis=0)  # chords do not see the mean; centring keeps the Gram entries' rounding small
+    gram = flat @ flat.T
+    sx, ex, okx = _chord_ends(nx, ny, 0, periodic)
+    sy, ey, oky = _chord_ends(nx, ny, 1, periodic)
+    lx, vx = _chord_lengths(gram, sx, ex)
+    ly, vy = _chord_lengths(gram, sy, ey)
+    vx, vy = vx & okx, vy & oky
+    lx1, ly1 = np.where(vx, lx, 1.0), np.where(vy, ly, 1.0)
+    cos = _chord_cos(gram, sx[:, :, :, None], ex[:, :, :, None], sy[:, :, None, :], ey[:, :, None, :],
+                     lx1[:, :, :, None], ly1[:, :, None, :])  # [nx, ny, S, T]
+    ortho = np.abs(cos)[vx[:, :, :, None] & vy[:, :, None, :]]
+    px = _parallelism(gram, sx, ex, lx, vx)
+    py = _parallelism(gram, sy.transpose(1, 0, 2), ey.transpose(1, 0, 2), ly.transpose(1, 0, 2),
+                      vy.transpose(1, 0, 2))
     return {"orthogonality": float(ortho.mean()), "parallelism_x": px, "parallelism_y": py,
             "parallelism": (px + py) / 2}
