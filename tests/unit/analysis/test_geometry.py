@@ -72,6 +72,55 @@ def test_chord_tests_separate_clifford_from_3d_torus():
     assert ring["parallelism"] < clifford["parallelism"] - 0.2
 
 
+def _chord_tests_by_definition(grid: np.ndarray, periodic: bool) -> dict[str, float]:
+    """The docstring's definition, written as loops over explicit chords (small grids only)."""
+    nx, ny, _ = grid.shape
+
+    def chord(i, j, axis, s):
+        i2, j2 = (i + s, j) if axis == 0 else (i, j + s)
+        if not periodic and (i2 >= nx or j2 >= ny):
+            return None
+        d = grid[i2 % nx, j2 % ny] - grid[i, j]
+        return d / np.linalg.norm(d)
+
+    steps = {axis: range(1, (n // 2 if periodic else n - 1) + 1) for axis, n in ((0, nx), (1, ny))}
+    ortho, par = [], {0: [], 1: []}
+    for i in range(nx):
+        for j in range(ny):
+            for s in steps[0]:
+                for t in steps[1]:
+                    a, b = chord(i, j, 0, s), chord(i, j, 1, t)
+                    if a is not None and b is not None:
+                        ortho.append(abs(a @ b))
+    for s in steps[0]:  # x-chords from the same x at different y
+        for i in range(nx):
+            for j in range(ny):
+                for k in range(ny):
+                    a, b = chord(i, j, 0, s), chord(i, k, 0, s)
+                    if j != k and a is not None and b is not None:
+                        par[0].append(a @ b)
+    for t in steps[1]:  # y-chords from the same y at different x
+        for j in range(ny):
+            for i in range(nx):
+                for k in range(nx):
+                    a, b = chord(i, j, 1, t), chord(k, j, 1, t)
+                    if i != k and a is not None and b is not None:
+                        par[1].append(a @ b)
+    px, py = float(np.mean(par[0])), float(np.mean(par[1]))
+    return {"orthogonality": float(np.mean(ortho)), "parallelism_x": px, "parallelism_y": py,
+            "parallelism": (px + py) / 2}
+
+
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_chord_tests_match_their_definition_on_explicit_chords(periodic, offset):
+    """The Gram-matrix form agrees with explicit chords, on a non-square grid, also far from the origin."""
+    grid = offset + np.random.default_rng(3).normal(size=(5, 4, 7))
+    got, expected = chord_tests(grid, periodic=periodic), _chord_tests_by_definition(grid, periodic)
+    for key in expected:
+        assert got[key] == pytest.approx(expected[key], abs=1e-9), key
+
+
 def test_a_cloud_of_coinciding_points_has_dimension_zero():
     point = np.tile(np.linspace(-1.0, 2.0, 32), (50, 1))  # 50 labels, one activation: an untrained network
     assert effective_dimension(point) == 0.0 and effective_dimension(np.zeros((50, 32))) == 0.0
