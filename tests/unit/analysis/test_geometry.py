@@ -92,20 +92,16 @@ def _chord_tests_by_definition(grid: np.ndarray, periodic: bool) -> dict[str, fl
                     a, b = chord(i, j, 0, s), chord(i, j, 1, t)
                     if a is not None and b is not None:
                         ortho.append(abs(a @ b))
-    for s in steps[0]:  # x-chords from the same x at different y
-        for i in range(nx):
-            for j in range(ny):
-                for k in range(ny):
-                    a, b = chord(i, j, 0, s), chord(i, k, 0, s)
-                    if j != k and a is not None and b is not None:
-                        par[0].append(a @ b)
-    for t in steps[1]:  # y-chords from the same y at different x
-        for j in range(ny):
-            for i in range(nx):
-                for k in range(nx):
-                    a, b = chord(i, j, 1, t), chord(k, j, 1, t)
-                    if i != k and a is not None and b is not None:
-                        par[1].append(a @ b)
+    for axis in (0, 1):  # chords along `axis` from the same index on it, at different indices on the other axis
+        n_own, n_other = (nx, ny) if axis == 0 else (ny, nx)
+        at = (lambda own, other: (own, other)) if axis == 0 else (lambda own, other: (other, own))
+        for s in steps[axis]:
+            for own in range(n_own):
+                for j in range(n_other):
+                    for k in range(n_other):
+                        a, b = chord(*at(own, j), axis, s), chord(*at(own, k), axis, s)
+                        if j != k and a is not None and b is not None:
+                            par[axis].append(a @ b)
     px, py = float(np.mean(par[0])), float(np.mean(par[1]))
     return {"orthogonality": float(np.mean(ortho)), "parallelism_x": px, "parallelism_y": py,
             "parallelism": (px + py) / 2}
