@@ -200,7 +200,7 @@ def findings_markdown(result: dict) -> str:
         if f.get("figure"):
             out += [f"![{f['name']}]({f['figure']})", ""]
         sets = "; ".join(f"{n}: seeds {', '.join(map(str, s['seeds']))}"
-                         + (f" ({len(s['missing'])} runs not finished)" if s["missing"] else "")
+                         + (f" ({len(s['missing'])} run{'' if len(s['missing']) == 1 else 's'} not finished)" if s["missing"] else "")
                          for n, s in f["run_sets"].items())
         out += [f"Command: `{f['command']}`. Runs: {sets}. Machine: {', '.join(f['machines']) or '—'}; "
                 f"precision: {', '.join(f['precision']) or '—'}; {_threads(f)}code: {', '.join(f['code']) or '—'}; "
