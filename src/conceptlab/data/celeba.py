@@ -25,8 +25,8 @@ partitions give the test images (`test_set`, the probe's held-out report). Decod
 pairs of training classes that differ in the concept alone, of the difference of their mean images — the image change
 a unit change of the concept makes with the others fixed (as `shapes` measures it on renders), NaN when no such pair
 is trained on; our definition for real data, named so in `describe()`. Sampling noise biases it up by about
-σ·√(2d/n) for n images a class (small at CelebA's counts). Augmentation: the authors' loader flips at random and
-jitters colour; `train.hflip` flips (0.5 in the celeba presets), colour jitter is not done.
+σ·√(2d/n) for n images a class (small at CelebA's counts). Augmentation is the trainer's, as the authors' loader
+does it: `train.hflip` flips (0.5 in the celeba presets), `train.color_jitter` jitters colour (0.1 there).
 """
 
 from __future__ import annotations

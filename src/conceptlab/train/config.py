@@ -12,7 +12,7 @@ from conceptlab.config_base import StrictConfig
 class TrainConfig(StrictConfig):
     """Optimisation, checkpoint schedule and seeds."""
 
-    added_fields = ("keep_training_state", "keep_checkpoints", "tensorboard", "hflip")
+    added_fields = ("keep_training_state", "keep_checkpoints", "tensorboard", "hflip", "color_jitter")
 
     steps: int = Field(20000, ge=1)
     batch_size: int = Field(64, ge=1)
@@ -41,6 +41,11 @@ class TrainConfig(StrictConfig):
     hflip: float = Field(0.0, ge=0.0, le=1.0, description="probability of flipping a training image left to right "
                          "when it is drawn (augmentation; the authors' CelebA loader flips with 0.5); 0: never, and "
                          "no random number is drawn for it")
+    color_jitter: float = Field(0.0, ge=0.0, le=0.5, description="strength x of a colour jitter of each drawn RGB "
+                                "training image: brightness, contrast and saturation factors from [1 − x, 1 + x] and a "
+                                "hue shift from [−x, x], in a random order per image (torchvision's ColorJitter(x, x, x, "
+                                "x) by its definition; the authors' CelebA loader uses 0.1); 0: none, and no random "
+                                "number is drawn for it")
     tensorboard: bool = Field(
         True, description="log loss, grad norm, learning rate, per-checkpoint measurements and sample grids to "
         "<run>/tensorboard (TensorBoard); does not change the trained weights"

@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from conceptlab.data.labelled import unit_float
+from conceptlab.train.augment import color_jitter, hflip
 from conceptlab.train.config import TrainConfig
 from conceptlab.train.precision import autocast, resolve_bf16
 from conceptlab.train.checkpoints import (
@@ -122,6 +123,8 @@ def iter_training(
     last_saved = start or None
     model.train()
     n = data.images.shape[0]
+    if cfg.color_jitter > 0 and data.images.shape[1] != 3:
+        raise ValueError(f"train.color_jitter needs RGB training images; these have {data.images.shape[1]} channel(s)")
     for step in range(start + 1, cfg.steps + 1):
         began = time.perf_counter()
         idx = torch.randint(n, (cfg.batch_size,), generator=generator)
@@ -129,9 +132,7 @@ def iter_training(
         if cfg_dropout > 0:
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
-        if cfg.hflip > 0:
-            flip = torch.rand(cfg.batch_size, generator=generator) < cfg.hflip
-            images = torch.where(flip[:, None, None, None], images.flip(3), images)
+        images = color_jitter(hflip(images, cfg.hflip, generator), cfg.color_jitter, generator)
         loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, device, cfg.grad_clip)
         if ema is not None:
             ema.update(model, step)

@@ -115,3 +115,27 @@ def test_hflip_flips_the_drawn_images_and_at_zero_changes_nothing(tmp_path, monk
         assert right.float().mean().item() == pytest.approx(p, abs=0.2 if p == 0.5 else 0.0), (p, right)
     # at its default the key is left out of the saved config (so of every run id) and draws no random number
     assert "hflip" not in TrainConfig().model_dump() and TrainConfig(hflip=0.5).model_dump()["hflip"] == 0.5
+
+
+def test_color_jitter_reaches_the_training_step_and_needs_rgb(tmp_path, monkeypatch):
+    import conceptlab.train.trainer as trainer
+
+    images = torch.full((8, 3, 8, 8), 0.5)
+    images[:, 0] = 0.8  # reddish: hue and saturation have something to move
+    data = TrainingData(images, torch.rand(8, 2), null_value=0.0)
+    seen = []
+    real_step = trainer.train_step
+
+    def spy(model, optimizer, x, *args):
+        seen.append(x.clone())
+        return real_step(model, optimizer, x, *args)
+
+    monkeypatch.setattr(trainer, "train_step", spy)
+    list(iter_training(_model(), data, _cfg(color_jitter=0.1, steps=8), tmp_path / "j", tmp_path / "j.st"))
+    drawn = torch.cat(seen)
+    assert not torch.allclose(drawn, images[:1].expand_as(drawn), atol=1e-3)  # jittered, every draw
+    assert ((drawn - images[:1]).abs().mean((1, 2, 3)) > 1e-4).all()
+    assert (drawn - drawn.new_tensor([0.8, 0.5, 0.5])[None, :, None, None]).abs().max() < 0.3
+    grey_data = TrainingData(torch.rand(4, 1, 8, 8), torch.rand(4, 2), null_value=0.0)
+    with pytest.raises(ValueError, match="RGB"):
+        list(iter_training(_model(), grey_data, _cfg(color_jitter=0.1, steps=8), tmp_path / "g", tmp_path / "g.st"))
