@@ -3,7 +3,8 @@
 The authors score CelebA generations with a classifier trained on CelebA's own labels (every attribute combination,
 the one held out of the diffusion model's training included). This probe does the same on the run's data: one 2-way
 head per concept plus the validity head the concept-space reading expects, trained on `eval.probe.images_per_class`
-labelled images per class from the training partition (each epoch with random horizontal flips) and
+labelled images per class from the training partition (each epoch with the authors' augmentation: colour jitter
+0.1 and random horizontal flips, `train.augment`) and
 `eval.probe.invalid_images` blank / noise images (`probes.concept_classifier.invalid_images`) labelled invalid,
 then tested on images outside the training partition: per concept, per class and validity accuracy. `load_or_train_
 face_probe` caches it by the probe config, the data's files, size and crop, and checks `eval.probe.min_accuracy`
@@ -34,8 +35,10 @@ from conceptlab.probes.concept_classifier import (
     read_concepts,
 )
 from conceptlab.probes.trunk import PooledConvClassifier
+from conceptlab.train.augment import color_jitter
 
-FACE_PROBE_VERSION = 1  # bump when its training data or architecture change: cached probes are retrained
+FACE_PROBE_VERSION = 2  # bump when its training data or architecture change: cached probes are retrained (2: jitter)
+AUTHORS_JITTER = 0.1  # their classifier trains with ColorJitter(0.1, 0.1, 0.1, 0.1), as their diffusion model
 TEST_IMAGES_PER_CLASS = 500  # labelled test images per class (fewer when a class has fewer outside training)
 
 
@@ -121,7 +124,7 @@ def train_face_probe(cfg: ProbeConfig, dgp, progress: bool = False) -> tuple[Fac
                 rows = order[i:i + cfg.batch_size]
                 real = rows < n_good
                 batch = torch.empty(len(rows), 3, dgp.image_size, dgp.image_size)
-                batch[real] = unit_float(good[rows[real]])
+                batch[real] = color_jitter(unit_float(good[rows[real]]), AUTHORS_JITTER, g)
                 batch[~real] = bad[rows[~real] - n_good]
                 batch = torch.where(flip[rows].view(-1, 1, 1, 1), batch.flip(3), batch)
                 y = torch.where(real.view(-1, 1), labels[rows.clamp(max=n_good - 1)], -1)
