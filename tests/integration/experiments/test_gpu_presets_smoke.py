@@ -1,10 +1,12 @@
 """The GPU-scale presets run end to end on the CPU at their full network size, with everything else shrunk.
 
-No GPU has been lent to this project yet, so these presets would otherwise first run on a GPU machine, with its
-minutes counted. Each keeps its architecture and diffusion process but trains 1 step on a few images and
+CI has no GPU and a lent one has minutes counted (one H200 check ran on 2026-12-04: `bench/device_check.sh`,
+docs/benchmarks.md), so these presets are checked here first. Each keeps its architecture and diffusion process but trains 1 step on a few images and
 measures with the smallest settings the configs allow; the test checks the whole path (data → model → train →
 evaluate → store → figures) completes and writes its summary. Running it found a bug the tiny presets could not
-show: the attribute classifier's one-cycle schedule divided by zero below 6 optimisation steps.
+show: the attribute classifier's one-cycle schedule divided by zero below 6 optimisation steps. What only a GPU
+shows (tensors left on the CPU) is checked where it was found, e.g. the latent edits on the meta device
+(`tests/unit/interventions`).
 """
 
 import json
