@@ -7,7 +7,8 @@
 #   bench/device_check.sh run          # there: device tool `run`, carry [".whl"], timeout_s ≈ 480
 #                                      # (each paper preset is stopped after $DEVICE_CHECK_LIMIT s, default 190;
 #                                      # presets named in $DEVICE_CHECK_PROFILE run under cProfile, its top in the log;
-#                                      # $DEVICE_CHECK_PRESETS names the presets to run instead, without the micro run)
+#                                      # $DEVICE_CHECK_PRESETS names the presets to run instead, without the micro run;
+#                                      # pass DEVICE_CHECK_COMMIT=<this checkout's commit> to have it printed)
 #   bench/device_check.sh run --quick  # anywhere, CPU or GPU: the micro presets, to check the script itself
 #
 # The device image has torch (2.11, CUDA 13), numpy, pandas, pyarrow, matplotlib, h5py, rich, typer, tensorboard and
@@ -45,7 +46,10 @@ run() {
     { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>/dev/null || echo "no GPU"
       python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
 torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
-      git rev-parse --short HEAD 2>/dev/null; date -u; } | tee "$OUT/gpu.txt"
+      # the device copy's .git can predate the working tree sent with it: a hash of src/ says which code ran
+      echo "commit $(git rev-parse --short HEAD 2>/dev/null) (the copy's .git); src sha1 $(find src -name '*.py' \
+          | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -c1-12)${DEVICE_CHECK_COMMIT:+; sent from $DEVICE_CHECK_COMMIT}"
+      date -u; } | tee "$OUT/gpu.txt"
     local steps=300 presets limit=${DEVICE_CHECK_LIMIT:-190}
     if [ "$quick" = "--quick" ]; then
         steps=4
