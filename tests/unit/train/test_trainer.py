@@ -93,21 +93,27 @@ def test_uint8_images_train_exactly_like_their_float_values(tmp_path):
     assert all(torch.equal(finals[0][k], finals[1][k]) for k in finals[0])
 
 
-def test_hflip_flips_the_drawn_images_and_at_zero_changes_nothing(tmp_path, monkeypatch):
+@pytest.fixture
+def drawn_batches(monkeypatch) -> list:
+    """Every batch of images the trainer hands to its training step, as drawn (after augmentation)."""
     import conceptlab.train.trainer as trainer
 
-    n = 16
-    images = torch.zeros(n, 3, 8, 8)
-    images[..., :4] = 1.0  # bright on the left: a flipped image is bright on the right
-    data = TrainingData(images, torch.rand(n, 2), null_value=0.0)
-    seen = []
-    real_step = trainer.train_step
+    seen, real_step = [], trainer.train_step
 
     def spy(model, optimizer, x, *args):
         seen.append(x.clone())
         return real_step(model, optimizer, x, *args)
 
     monkeypatch.setattr(trainer, "train_step", spy)
+    return seen
+
+
+def test_hflip_flips_the_drawn_images_and_at_zero_changes_nothing(tmp_path, drawn_batches):
+    n = 16
+    images = torch.zeros(n, 3, 8, 8)
+    images[..., :4] = 1.0  # bright on the left: a flipped image is bright on the right
+    data = TrainingData(images, torch.rand(n, 2), null_value=0.0)
+    seen = drawn_batches
     for p, name in ((1.0, "all"), (0.5, "half"), (0.0, "none")):
         seen.clear()
         list(iter_training(_model(), data, _cfg(hflip=p, steps=8), tmp_path / name, tmp_path / f"{name}.st"))
@@ -117,20 +123,11 @@ def test_hflip_flips_the_drawn_images_and_at_zero_changes_nothing(tmp_path, monk
     assert "hflip" not in TrainConfig().model_dump() and TrainConfig(hflip=0.5).model_dump()["hflip"] == 0.5
 
 
-def test_color_jitter_reaches_the_training_step_and_needs_rgb(tmp_path, monkeypatch):
-    import conceptlab.train.trainer as trainer
-
+def test_color_jitter_reaches_the_training_step_and_needs_rgb(tmp_path, drawn_batches):
     images = torch.full((8, 3, 8, 8), 0.5)
     images[:, 0] = 0.8  # reddish: hue and saturation have something to move
     data = TrainingData(images, torch.rand(8, 2), null_value=0.0)
-    seen = []
-    real_step = trainer.train_step
-
-    def spy(model, optimizer, x, *args):
-        seen.append(x.clone())
-        return real_step(model, optimizer, x, *args)
-
-    monkeypatch.setattr(trainer, "train_step", spy)
+    seen = drawn_batches
     list(iter_training(_model(), data, _cfg(color_jitter=0.1, steps=8), tmp_path / "j", tmp_path / "j.st"))
     drawn = torch.cat(seen)
     assert not torch.allclose(drawn, images[:1].expand_as(drawn), atol=1e-3)  # jittered, every draw
