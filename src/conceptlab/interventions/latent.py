@@ -49,16 +49,34 @@ def _select_sites(embeddings: dict[str, Tensor], sites: Sequence[str] | None) ->
     return {s: embeddings[s] for s in sites}
 
 
+def _placed_like():
+    """`like(t, h)`: t on h's device and in h's dtype, moved once per (tensor, device, dtype) and kept: an edit's
+    directions and embeddings are computed once on the CPU, and its hook runs at every sampler step."""
+    memo: dict[tuple, Tensor] = {}
+
+    def like(t: Tensor, h: Tensor) -> Tensor:
+        key = (id(t), h.device, h.dtype)
+        if key not in memo:
+            memo[key] = t.to(device=h.device, dtype=h.dtype)
+        return memo[key]
+
+    return like
+
+
 def _shift_edit(shift: dict[str, Tensor]) -> LatentEdit:
+    like = _placed_like()
+
     def fn(h: Tensor, hook: HookPoint) -> Tensor:
-        return h + shift[hook.name].to(device=h.device, dtype=h.dtype)
+        return h + like(shift[hook.name], h)
 
     return LatentEdit(sites=lambda name: name in shift, fn=fn)
 
 
 def _replace_edit(values: dict[str, Tensor]) -> LatentEdit:
+    like = _placed_like()
+
     def fn(h: Tensor, hook: HookPoint) -> Tensor:
-        return values[hook.name].to(device=h.device, dtype=h.dtype).expand_as(h)
+        return like(values[hook.name], h).expand_as(h)
 
     return LatentEdit(sites=lambda name: name in values, fn=fn)
 
@@ -81,12 +99,14 @@ def _unit(e: Tensor, site: str, what: str) -> Tensor:
 def _project_edit(boost: dict[str, list[Tensor]], suppress: dict[str, list[Tensor]], alpha: float, beta: float) -> LatentEdit:
     """h → h + α (h·u) u for each boost direction u, then − β (h·v) v for each suppress direction v, in turn."""
 
+    like = _placed_like()
+
     def fn(h: Tensor, hook: HookPoint) -> Tensor:
         for u in boost.get(hook.name, []):
-            u = u.to(device=h.device, dtype=h.dtype)
+            u = like(u, h)
             h = h + alpha * (h @ u)[:, None] * u
         for v in suppress.get(hook.name, []):
-            v = v.to(device=h.device, dtype=h.dtype)
+            v = like(v, h)
             h = h - beta * (h @ v)[:, None] * v
         return h
 

@@ -35,7 +35,7 @@ from conceptlab.probes.concept_classifier import (
     read_concepts,
 )
 from conceptlab.probes.trunk import PooledConvClassifier
-from conceptlab.train.augment import color_jitter
+from conceptlab.train.augment import color_jitter, hflip
 
 FACE_PROBE_VERSION = 2  # bump when its training data or architecture change: cached probes are retrained (2: jitter)
 AUTHORS_JITTER = 0.1  # their classifier trains with ColorJitter(0.1, 0.1, 0.1, 0.1), as their diffusion model
@@ -119,14 +119,13 @@ def train_face_probe(cfg: ProbeConfig, dgp, progress: bool = False) -> tuple[Fac
         for _ in range(cfg.epochs):
             bad = invalid_images(cfg.invalid_images, dgp.image_size, g)
             order = torch.randperm(n, generator=g)
-            flip = torch.rand(n, generator=g) < 0.5
             for i in range(0, n, cfg.batch_size):
                 rows = order[i:i + cfg.batch_size]
                 real = rows < n_good
                 batch = torch.empty(len(rows), 3, dgp.image_size, dgp.image_size)
                 batch[real] = color_jitter(unit_float(good[rows[real]]), AUTHORS_JITTER, g)
                 batch[~real] = bad[rows[~real] - n_good]
-                batch = torch.where(flip[rows].view(-1, 1, 1, 1), batch.flip(3), batch)
+                batch = hflip(batch, 0.5, g)
                 y = torch.where(real.view(-1, 1), labels[rows.clamp(max=n_good - 1)], -1)
                 loss = _loss(probe(batch), y, real.long(), probe.concepts)
                 optimizer.zero_grad(set_to_none=True)

@@ -123,8 +123,6 @@ def iter_training(
     last_saved = start or None
     model.train()
     n = data.images.shape[0]
-    if cfg.color_jitter > 0 and data.images.shape[1] != 3:
-        raise ValueError(f"train.color_jitter needs RGB training images; these have {data.images.shape[1]} channel(s)")
     for step in range(start + 1, cfg.steps + 1):
         began = time.perf_counter()
         idx = torch.randint(n, (cfg.batch_size,), generator=generator)
