@@ -197,6 +197,9 @@ VIEWS = {
                            "fewer); with homology over training only"),
             "h2_bar_<k>": ("fraction of the cloud's diameter", "the k-th longest finite H2 bar; with homology over "
                            "training only"),
+            "homology_dims": ("count", "principal components the cloud was reduced to before Vietoris–Rips "
+                              "(`eval.geometry.homology_dims`, raised by its `homology_dims_rule`); runs made before "
+                              "the column existed lack it"),
         }),
     "geometry_controls": (
         "bumps", "`geometry_controls.parquet` (the final checkpoint, from `geometry_controls/`)",
@@ -222,6 +225,8 @@ VIEWS = {
             "h1_bar_<k>": ("fraction of the cloud's diameter", "the k-th longest finite H1 bar (k = 1 … 3)"),
             "h2_bar_<k>": ("fraction of the cloud's diameter", "the k-th longest finite H2 bar"),
             "torus": ("0 or 1", "1 where the Betti numbers are (1, 2, 1)"),
+            "homology_dims": ("count", "principal components the source's cloud was reduced to before "
+                              "Vietoris–Rips (as in geometry)"),
         }),
     "abstractions": (
         "shapes3d", "`abstractions.parquet` (from `abstractions/step_*/<measure>.parquet`)",

@@ -75,6 +75,29 @@ def effective_dimension(points: Cloud) -> float:
     return participation_ratio(pca(a)[0], float(np.mean(np.sum(a**2, axis=1))))
 
 
+def whole_eigenspaces(eigenvalues: np.ndarray, k: int, n: int, max_components: int | None = None) -> int:
+    """`k`, raised until the k-th principal component is separated from the next by North's rule of thumb.
+
+    North, Bell, Cahalan & Moeng (1982): a sample eigenvalue λ of `n` points has a sampling error of about λ√(2/n);
+    when the gap to its neighbour, λ_k − λ_{k+1}, is smaller than λ_k√(2/n) the two eigenvectors are not
+    separable — any rotation within their span fits the sample about as well, and which one PCA returns is an
+    accident. Keeping the top k PCs then keeps an arbitrary projection of that eigenspace (for the exact torus of a
+    sinusoidal label encoding, whose 16 eigenvalues are equal, a fixed 4 keeps 4 arbitrary axes of 16). The cut is
+    moved down the spectrum to the first separated gap, to at most `max_components` (and the number of
+    eigenvalues); eigenvalues at rounding level (≤ 1e-12 × the largest) count as one block of zeros.
+    """
+    lam = np.asarray(eigenvalues, dtype=float)
+    if k < 1 or n < 2:
+        raise ValueError(f"need k ≥ 1 and n ≥ 2 points, got k={k}, n={n}")
+    top = min(len(lam), max_components if max_components is not None else len(lam))
+    k = min(k, top)
+    floor = 1e-12 * (lam[0] if len(lam) else 0.0)
+    spread = np.sqrt(2.0 / n)
+    while k < top and lam[k - 1] > floor and lam[k - 1] - lam[k] < lam[k - 1] * spread:
+        k += 1
+    return k
+
+
 def persistent_homology(
     points: Cloud,
     max_dim: int = 2,
@@ -84,6 +107,8 @@ def persistent_homology(
     seed: int = 0,
     n_perm: int | None = None,
     rule: Literal["threshold", "gap", "hybrid"] = "threshold",
+    components_rule: Literal["fixed", "whole_eigenspaces"] = "fixed",
+    max_components: int | None = 32,
 ) -> dict:
     """Betti numbers and Vietoris–Rips diagrams of a cloud reduced to `n_components` PCs, `n_points` kept.
 
@@ -92,26 +117,34 @@ def persistent_homology(
     sorted bar lengths (`betti_by_gap`); `rule="hybrid"` counts H0 by the gap rule and higher dimensions by the
     threshold alone (every point's H0 bar measures the sampling, so only the widest gap marks a component, while
     the loops of a torus may differ in size, so a gap between them is not a gap to noise).
+    `components_rule="whole_eigenspaces"` raises `n_components` past eigenvalues PCA cannot order
+    (`whole_eigenspaces`, to at most `max_components`); "fixed" keeps exactly `n_components`.
     Returns {"betti": (β0, …), "diagrams": [array[n_k, 2]], "scale": diameter,
-    "threshold": absolute persistence cut}.
+    "threshold": absolute persistence cut, "components": PCs kept (None: no reduction)}.
     """
     if rule not in ("threshold", "gap", "hybrid"):
         raise ValueError(f"rule must be 'threshold', 'gap' or 'hybrid', got {rule!r}")
+    if components_rule not in ("fixed", "whole_eigenspaces"):
+        raise ValueError(f"components_rule must be 'fixed' or 'whole_eigenspaces', got {components_rule!r}")
     a = _array(points)
     if threshold <= 0:
         raise ValueError(f"threshold must be > 0, got {threshold}")
     if n_points is not None and n_points < len(a):
         a = a[np.sort(np.random.default_rng(seed).choice(len(a), n_points, replace=False))]
     mean_square_norm = float(np.mean(np.sum(a**2, axis=1)))
+    kept = None
     if n_components is not None:
-        axes = pca(a)[1]
-        a = (a - a.mean(axis=0)) @ axes[:n_components].T
+        lam, axes = pca(a)
+        kept = min(n_components, len(lam))
+        if components_rule == "whole_eigenspaces":
+            kept = whole_eigenspaces(lam, n_components, len(a), max(max_components or kept, kept))
+        a = (a - a.mean(axis=0)) @ axes[:kept].T
     diff = a[:, None, :] - a[None, :, :]
     scale = float(np.sqrt((diff**2).sum(-1)).max())
     if scale**2 <= 1e-12 * mean_square_norm:  # every point in one place (or all at 0): one component, no holes
         # the diameter is rounding noise (a centred or projected copy of one point differs from it by ~1e-16): 0
         dgms = [np.array([[0.0, np.inf]])] + [np.zeros((0, 2)) for _ in range(max_dim)]
-        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0}
+        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0, "components": kept}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale
@@ -121,7 +154,7 @@ def persistent_homology(
         betti = (betti_by_gap(dgms[0], cut, scale),) + tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms[1:])
     else:
         betti = tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms)
-    return {"betti": betti, "diagrams": dgms, "scale": scale, "threshold": cut}
+    return {"betti": betti, "diagrams": dgms, "scale": scale, "threshold": cut, "components": kept}
 
 
 def betti_by_gap(diagram: np.ndarray, cut: float, scale: float) -> int:

@@ -111,6 +111,8 @@ class CompositionEvalConfig(StrictConfig):
 class GeometryConfig(StrictConfig):
     """Representation geometry over the label grid (data.kind=bumps): one activation vector per 2D label."""
 
+    added_fields: ClassVar[tuple[str, ...]] = ("homology_dims_rule", "homology_max_dims")
+
     hook: str = Field("mid.blocks.1.hook_out", description="hook point read (the paper's 'layer 4': after the bottleneck)")
     t: float = Field(0.5, ge=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
     pool: Literal["flatten", "mean"] = Field("mean", description="spatial activations: flatten or mean over space")
@@ -129,7 +131,14 @@ class GeometryConfig(StrictConfig):
         False, description="also Betti numbers and the longest bars at every geometry checkpoint (a few s each)"
     )
     homology_points: int = Field(400, ge=20)
-    homology_dims: int = Field(6, ge=2, description="PCA dimensions kept before Vietoris–Rips")
+    homology_dims: int = Field(6, ge=2, description="PCA dimensions kept before Vietoris–Rips (with "
+                               "homology_dims_rule whole_eigenspaces: at least this many)")
+    homology_dims_rule: Literal["fixed", "whole_eigenspaces"] = Field(
+        "fixed", description="fixed: exactly homology_dims PCs; whole_eigenspaces: never cut between eigenvalues "
+        "PCA cannot order (North's rule of thumb, λ_k − λ_{k+1} < λ_k √(2/n)): the cut moves down to the first "
+        "separated gap, at most homology_max_dims (analysis.geometry.whole_eigenspaces)",
+    )
+    homology_max_dims: int = Field(32, ge=2, description="most PCs whole_eigenspaces keeps")
     homology_landmarks: int | None = Field(
         200, ge=20, description="ripser greedy landmarks (keeps H2 affordable); None: all homology_points"
     )
@@ -337,7 +346,8 @@ def homology(cfg, points: torch.Tensor) -> dict[str, Any]:
     geo = cfg.eval.geometry
     return persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
                                threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks,
-                               rule=geo.betti_rule)
+                               rule=geo.betti_rule, components_rule=geo.homology_dims_rule,
+                               max_components=geo.homology_max_dims)
 
 
 def longest_bars(diagram: np.ndarray, scale: float, k: int) -> list[float]:
@@ -348,9 +358,11 @@ def longest_bars(diagram: np.ndarray, scale: float, k: int) -> list[float]:
 
 
 def homology_columns(ph: dict[str, Any]) -> dict[str, float | int]:
-    """Geometry-row columns of one homology result: betti_0..2 and the 3 longest finite H1 and H2 bars
-    (`h1_bar_1`, …, as fractions of the diameter)."""
+    """Geometry-row columns of one homology result: betti_0..2, the 3 longest finite H1 and H2 bars
+    (`h1_bar_1`, …, as fractions of the diameter) and the PCs the cloud was reduced to (`homology_dims`)."""
     out: dict[str, float | int] = {f"betti_{k}": int(b) for k, b in enumerate(ph["betti"])}
+    if ph.get("components") is not None:
+        out["homology_dims"] = int(ph["components"])
     for dim in (1, 2):
         bars = longest_bars(ph["diagrams"][dim], ph["scale"], 3)
         out.update({f"h{dim}_bar_{i + 1}": v for i, v in enumerate(bars + [0.0] * (3 - len(bars)))})
@@ -365,6 +377,7 @@ def topology(cfg, points: torch.Tensor, labels: torch.Tensor, period: float | No
     if geo.homology:
         ph = homology(cfg, points)
         out["homology"] = {"betti": list(ph["betti"]), "scale": ph["scale"], "threshold": ph["threshold"],
+                           "dims": ph["components"],
                            "diagrams": [d[np.isfinite(d).all(axis=1)].tolist() for d in ph["diagrams"]],
                            "infinite_bars": [int((~np.isfinite(d).all(axis=1)).sum()) for d in ph["diagrams"]]}
     try:
@@ -454,7 +467,7 @@ def figures(cfg, acc: pd.DataFrame, geo: pd.DataFrame, cloud: dict[str, torch.Te
 # -- controls --------------------------------------------------------------------------------------------------------
 CONTROL_MEASURES = ("effective_dimension", "explained_variance_top4", "additive_share", "additive_chance",
                     "subspace_overlap", "subspace_max_cosine", "orthogonality", "parallelism", "betti_0", "betti_1",
-                    "betti_2", "torus", "h1_bar_1", "h1_bar_2", "h2_bar_1")
+                    "betti_2", "torus", "h1_bar_1", "h1_bar_2", "h2_bar_1", "homology_dims")
 
 
 def control_row(cfg, source: str, points: torch.Tensor, labels: torch.Tensor, step: int, period) -> dict:

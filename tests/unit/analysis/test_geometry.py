@@ -18,6 +18,7 @@ from conceptlab.analysis.geometry import (
     participation_ratio,
     persistent_homology,
     torus_3d,
+    whole_eigenspaces,
 )
 from conceptlab.data.bumps import lattice
 
@@ -176,3 +177,32 @@ def test_homology_of_coinciding_points_is_one_component():
         assert result["betti"] == (1, 0, 0) and result["scale"] == 0.0
     assert persistent_homology(point + 1e-9 * np.eye(50, 32), rule="gap")["betti"] == (1, 0, 0)
     assert persistent_homology(np.zeros((50, 8)), rule="hybrid")["betti"] == (1, 0, 0)
+
+
+def test_whole_eigenspaces_never_cuts_between_eigenvalues_pca_cannot_order():
+    n = 200  # North's rule: the k-th cut needs λ_k − λ_{k+1} ≥ λ_k √(2/200) = 0.1 λ_k
+    assert whole_eigenspaces(np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.2]), 4, n) == 6  # a 6-fold eigenspace
+    assert whole_eigenspaces(np.array([4.0, 3.0, 2.0, 1.0, 0.5]), 2, n) == 2  # separated: the cut stays
+    assert whole_eigenspaces(np.array([1.0, 0.8, 0.75, 0.3]), 2, n) == 3  # a 6% gap is inside the band
+    assert whole_eigenspaces(np.array([1.0, 0.8, 0.75, 0.3]), 2, 5000) == 2  # with 5,000 points it is not (2%)
+    assert whole_eigenspaces(np.ones(40), 4, n, max_components=32) == 32  # at most max_components ...
+    assert whole_eigenspaces(np.ones(5), 4, n, max_components=32) == 5  # ... and the eigenvalues there are
+    assert whole_eigenspaces(np.array([1.0, 1.0, 1e-15, 1e-15, 1e-15]), 2, n) == 2  # zeros at rounding: no block
+    assert whole_eigenspaces(np.zeros(6), 3, n) == 3  # a cloud with no spread keeps its cut
+    with pytest.raises(ValueError, match="k ≥ 1"):
+        whole_eigenspaces(np.ones(4), 0, n)
+
+
+def test_homology_keeps_a_degenerate_eigenspace_whole():
+    """The exact Clifford torus has four equal eigenvalues: two fixed PCs are two arbitrary axes of that eigenspace
+    (a disc or a circle, never a torus); the whole eigenspace is the torus."""
+    cloud = rotate_into(clifford_torus(GRID), 16)  # 256 points, spectrum (½, ½, ½, ½, 0, …)
+    fixed = persistent_homology(cloud, n_components=2, threshold=0.15)
+    whole = persistent_homology(cloud, n_components=2, threshold=0.15, components_rule="whole_eigenspaces")
+    assert fixed["components"] == 2 and fixed["betti"] != (1, 2, 1)
+    assert whole["components"] == 4 and whole["betti"] == (1, 2, 1)
+    separated = rotate_into(torch.cat([clifford_torus(GRID), 0.3 * clifford_torus(GRID)[:, :1]], dim=1), 16)
+    assert persistent_homology(separated, n_components=4, components_rule="whole_eigenspaces")["components"] == 4
+    assert persistent_homology(cloud, n_components=None)["components"] is None
+    with pytest.raises(ValueError, match="components_rule"):
+        persistent_homology(cloud, components_rule="gap")
