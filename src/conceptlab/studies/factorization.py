@@ -111,7 +111,7 @@ class CompositionEvalConfig(StrictConfig):
 class GeometryConfig(StrictConfig):
     """Representation geometry over the label grid (data.kind=bumps): one activation vector per 2D label."""
 
-    added_fields: ClassVar[tuple[str, ...]] = ("homology_dims_rule", "homology_max_dims")
+    added_fields: ClassVar[tuple[str, ...]] = ("homology_dims_rule", "homology_max_dims", "noise_per_run")
 
     hook: str = Field("mid.blocks.1.hook_out", description="hook point read (the paper's 'layer 4': after the bottleneck)")
     t: float = Field(0.5, ge=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
@@ -158,6 +158,11 @@ class GeometryConfig(StrictConfig):
                                     "from `seed` and the run's train_seed, so each run has its own)")
     use_ema: bool = True
     seed: int = Field(0, ge=0)
+    noise_per_run: bool = Field(
+        False, description="draw the forward pass's noise and the homology subsample from `seed` and the run's "
+        "train_seed (`geometry_seed`), so replicate runs — the trained cloud and every control read through the "
+        "noise, pixels included — each have their own draw; false: one draw per preset, shared by every run",
+    )
 
     @field_validator("controls")
     @classmethod
@@ -294,6 +299,13 @@ def copying_accuracy(cfg, dgp) -> pd.DataFrame:
     return accuracy_rows(cfg, dgp, regions, dgp.render(copied), step=0)
 
 
+def geometry_seed(cfg) -> int:
+    """The seed of the geometry's noise and homology subsample: `geometry.seed`, or with `geometry.noise_per_run`
+    one of the run's own (from `seed` and `train.train_seed`, as the encoding_map control's layer)."""
+    geo = cfg.eval.geometry
+    return geo.seed * 1_000_003 + cfg.train.train_seed if geo.noise_per_run else geo.seed
+
+
 def representation_cloud(cfg, dgp, model, labels: torch.Tensor):
     """The activation cloud `[M, D]` at the geometry hook and time over `labels`."""
     geo = cfg.eval.geometry
@@ -301,7 +313,7 @@ def representation_cloud(cfg, dgp, model, labels: torch.Tensor):
     shape = None if images is not None else (dgp.channels, dgp.image_size, dgp.image_size)
     return collect_representations(
         model.net, model.process, labels, geo.hook, geo.t, image_shape=shape, images=images,
-        prompts=dgp.make_prompt(labels), pool=geo.pool, seed=geo.seed,
+        prompts=dgp.make_prompt(labels), pool=geo.pool, seed=geometry_seed(cfg),
     )
 
 
@@ -345,7 +357,7 @@ def homology(cfg, points: torch.Tensor) -> dict[str, Any]:
     """`analysis.geometry.persistent_homology` of a cloud with the run's settings (dimensions 0–2)."""
     geo = cfg.eval.geometry
     return persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
-                               threshold=geo.persistence_threshold, seed=geo.seed, n_perm=geo.homology_landmarks,
+                               threshold=geo.persistence_threshold, seed=geometry_seed(cfg), n_perm=geo.homology_landmarks,
                                rule=geo.betti_rule, components_rule=geo.homology_dims_rule,
                                max_components=geo.homology_max_dims)
 
@@ -645,7 +657,7 @@ class FactorizationStudy(StudyBase):
                 clouds["random_init"] = representation_cloud(cfg, dgp, random_init_model(cfg, dgp, model), grid).points
             if "pixels" in geo.controls:
                 images = dgp.render(grid) if geo.input == "data" else torch.zeros(len(grid), *model.image_shape)
-                clouds["pixels"] = input_cloud(model.process, images, geo.t, geo.seed)
+                clouds["pixels"] = input_cloud(model.process, images, geo.t, geometry_seed(cfg))
             device = next(model.parameters()).device
             encoding = (encoding_cloud(model.net, dgp.make_prompt(grid).to(device)).cpu()
                         if {"encoding", "encoding_map"} & set(geo.controls) else None)
