@@ -20,6 +20,7 @@ import math
 from itertools import combinations
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import torch
 from scipy.stats import spearmanr
@@ -110,3 +111,46 @@ def measure_agreement(table: pd.DataFrame) -> pd.DataFrame:
             rho = float(spearmanr(both[a], both[b]).statistic)
         rows.append({"measure_a": a, "measure_b": b, "spearman": rho, "attributes": len(both)})
     return pd.DataFrame(rows)
+
+
+def departure(trained: Sequence[float], control: Sequence[float], margin: float,
+              trained_stderr: Sequence[float] | None = None, control_stderr: Sequence[float] | None = None,
+              alpha: float = 0.05) -> dict:
+    """Whether a trained curve departs from a control's on the same τ grid: at some τ they differ by more than
+    `margin` × the trained curve's range (|last − first|) *and* by more than their measurement noise.
+
+    Noise: a two-sided z test at each τ, |t − c| > z·√(se_t² + se_c²), Bonferroni-corrected over the grid's n
+    points (z = Φ⁻¹(1 − α/2n)), so an identical-in-expectation control passes at some τ with probability ≤ α.
+    A missing stderr counts as 0 (the margin alone). Returns {"departs", "departs_margin" (the margin alone, the
+    test before 2026-12-04), "gap" (the largest |t − c| / range), "z" (the largest |t − c| / se among the τ beyond
+    the margin; inf where se = 0, None where no τ is), "z_needed"}.
+    """
+    from scipy.stats import norm
+
+    def as_curve(values) -> Tensor:  # a copy: pandas hands out read-only arrays
+        if isinstance(values, Tensor):
+            return values.detach().to(torch.float64).clone()
+        return torch.tensor(np.array(values, dtype=np.float64))
+
+    t, c = as_curve(trained), as_curve(control)
+    if t.dim() != 1 or t.shape != c.shape or t.numel() < 2:
+        raise ValueError(f"need two curves of the same length ≥ 2, got {tuple(t.shape)}, {tuple(c.shape)}")
+    if not 0 < alpha < 1 or margin < 0:
+        raise ValueError(f"need 0 < alpha < 1 and margin ≥ 0, got alpha={alpha}, margin={margin}")
+
+    def se(values) -> Tensor:
+        s = torch.zeros_like(t) if values is None else as_curve(values)
+        if s.shape != t.shape:
+            raise ValueError(f"stderr of shape {tuple(s.shape)} for curves of {tuple(t.shape)}")
+        return torch.nan_to_num(s, nan=0.0)
+
+    noise = (se(trained_stderr) ** 2 + se(control_stderr) ** 2).sqrt()
+    scale = abs(float(t[-1] - t[0])) or 1e-12
+    diff = (t - c).abs()
+    beyond_margin = diff / scale > margin
+    z_needed = float(norm.ppf(1 - alpha / (2 * t.numel())))
+    z = torch.where(noise > 0, diff / noise.clamp_min(1e-300), torch.where(diff > 0, math.inf, 0.0))
+    z_beyond = z[beyond_margin]
+    return {"departs": bool((beyond_margin & (z > z_needed)).any()), "departs_margin": bool(beyond_margin.any()),
+            "gap": float(diff.max()) / scale, "z": float(z_beyond.max()) if z_beyond.numel() else None,
+            "z_needed": z_needed}

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Literal
+from typing import Callable, ClassVar, Literal
 
 import pandas as pd
 import torch
@@ -54,6 +54,7 @@ from torch import Tensor, nn
 from conceptlab.analysis.commitment import (
     commitment_order,
     commitment_table,
+    departure,
     measure_agreement,
 )
 from conceptlab.analysis.forking_entropy import forking_entropy_curves
@@ -132,9 +133,15 @@ class AbstractionsConfig(StrictConfig):
         "are trivially flat), the same architecture with random weights in every layer (random_init; all four "
         "measures) and the noised images themselves (pixels; linear probes)",
     )
+    added_fields: ClassVar[tuple[str, ...]] = ("departure_alpha",)
     departure_margin: float = Field(
         0.1, gt=0.0, lt=1.0, description="a trained curve departs from a control where, at some τ, they differ by "
-        "more than this fraction of the trained curve's range (fixed before looking)",
+        "more than this fraction of the trained curve's range (fixed before looking), and beyond noise "
+        "(departure_alpha)",
+    )
+    departure_alpha: float = Field(
+        0.05, gt=0.0, lt=1.0, description="…and by more than their measurement noise: a z test at each τ on the two "
+        "curves' standard errors, Bonferroni over the τ grid at this level (analysis.commitment.departure)",
     )
     use_ema: bool = True
     seed: int = Field(0, ge=0)
@@ -379,8 +386,15 @@ def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = Fals
     sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
     curves = linear_probe_curves(acts, a.taus, labels, sizes, test_fraction=a.probe_test_fraction, l2=a.probe_l2,
                                  seed=a.seed + 33, groups=idx)  # held-out combinations never seen in training
-    return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, None, process, c.chance, "chance")
-                      for name, c in curves.items()], ignore_index=True)
+    return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, probe_stderr(c.accuracy, c.n_test), process,
+                            c.chance, "chance") for name, c in curves.items()], ignore_index=True)
+
+
+def probe_stderr(accuracy: Tensor, n_test: int) -> Tensor:
+    """Binomial standard error of held-out accuracies over `n_test` images, at the plus-two estimate (k + 1)/(n + 2)
+    so that 0 and 1 still carry some noise (the probe's own fit on its training split is not counted)."""
+    p = (accuracy.double() * n_test + 1) / (n_test + 2)
+    return (p * (1 - p) / n_test).sqrt()
 
 
 # -- commitment ---------------------------------------------------------------------------------------------------
@@ -425,24 +439,28 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
     return out
 
 
-def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float) -> dict:
+def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, alpha: float = 0.05) -> dict:
     """Per control: its commitment τ per measure × attribute, and whether the trained curve departs from it — differs
-    at some τ by more than `margin` of the trained curve's range (|end − start|) — and, per measure × attribute,
-    whether the trained curve departs from every control it has (where a commitment time means something); the
-    trained model's own commitment τ under `trained`, so every source reads the same way."""
+    at some τ by more than `margin` of the trained curve's range (|end − start|) and by more than the two curves'
+    noise (`analysis.commitment.departure`, level `alpha` over the τ grid; `departs_margin`: the margin alone) — and,
+    per measure × attribute, whether the trained curve departs from every control it has (where a commitment time
+    means something); the trained model's own commitment τ under `trained`, so every source reads the same way."""
     trained = curves[curves["source"] == "trained"]
     out: dict = {}
     departs_all: dict[str, dict[str, bool]] = {}
     for source in [s for s in curves["source"].unique() if s != "trained"]:
-        block: dict = {"commitment_tau": {}, "departs": {}}
+        block: dict = {"commitment_tau": {}, "departs": {}, "departs_margin": {}, "departure_z": {}}
         for (measure, attribute), g in curves[curves["source"] == source].groupby(["measure", "attribute"]):
             t = trained[(trained["measure"] == measure) & (trained["attribute"] == attribute)].sort_values("tau")
             g = g.sort_values("tau")
-            scale = abs(float(t["value"].iloc[-1]) - float(t["value"].iloc[0])) or 1e-12
-            gap = float((t["value"].to_numpy() - g["value"].to_numpy()).__abs__().max()) / scale
-            block["departs"].setdefault(measure, {})[attribute] = bool(gap > margin)
+            d = departure(t["value"].to_numpy(), g["value"].to_numpy(), margin, t["stderr"].to_numpy(),
+                          g["stderr"].to_numpy(), alpha)
+            block["departs"].setdefault(measure, {})[attribute] = d["departs"]
+            block["departs_margin"].setdefault(measure, {})[attribute] = d["departs_margin"]
+            block["departure_z"].setdefault(measure, {})[attribute] = (
+                None if d["z"] is None else (round(d["z"], 3) if math.isfinite(d["z"]) else "inf"))
             departs_all.setdefault(measure, {}).setdefault(attribute, True)
-            departs_all[measure][attribute] &= gap > margin
+            departs_all[measure][attribute] &= d["departs"]
             row = commit[(commit["source"] == source) & (commit["measure"] == measure) &
                          (commit["attribute"] == attribute)]
             tau = float(row["commitment_tau"].iloc[0]) if len(row) else math.nan
@@ -520,7 +538,8 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
     commit = pd.concat([commit, *control_commits], ignore_index=True)
     table.insert(0, "run", run.name)
     commit.insert(0, "run", run.name)
-    controls = control_summary(table[table["step"] == final], commit[commit["step"] == final], a.departure_margin)
+    controls = control_summary(table[table["step"] == final], commit[commit["step"] == final], a.departure_margin,
+                               a.departure_alpha)
     trained_table, commit_all = table[table["source"] == "trained"], commit
     commit = commit[commit["source"] == "trained"]
 
@@ -596,8 +615,9 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
-    version = 4  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
-    # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03)
+    version = 5  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
+    # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03); 5: probe
+    # stderr, departures beyond noise (2026-12-04)
     summary_sections = frozenset({
         "agreement", "attributes", "classifier_accuracy", "classifier_source", "classifier_trained_on",
         "commitment_order", "commitment_order_claimed", "commitment_sigma", "commitment_tau", "commitment_tau_mi_final",

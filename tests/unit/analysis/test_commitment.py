@@ -5,7 +5,13 @@ import math
 import pytest
 import torch
 
-from conceptlab.analysis.commitment import commitment_order, commitment_table, commitment_time, measure_agreement
+from conceptlab.analysis.commitment import (
+    commitment_order,
+    commitment_table,
+    commitment_time,
+    departure,
+    measure_agreement,
+)
 
 TAU = torch.linspace(0, 1, 11)
 
@@ -67,3 +73,45 @@ def test_bad_input_is_rejected(kw, match):
         commitment_time(**kw)
     with pytest.raises(ValueError, match="measure"):
         commitment_order(commitment_table({"a": {"x": (TAU, TAU)}}), "b")
+
+
+GRID21 = torch.linspace(0, 1, 21, dtype=torch.float64)
+
+
+def test_departure_needs_the_margin_and_the_noise():
+    trained = torch.sigmoid(12 * (GRID21 - 0.5))  # range ≈ 1
+    shifted = torch.sigmoid(12 * (GRID21 - 0.7))  # a real departure: up to 0.46 apart
+    se = torch.full_like(GRID21, 0.02)
+    d = departure(trained, shifted, 0.1, se, se)
+    assert d["departs"] and d["departs_margin"] and d["z"] > d["z_needed"]
+    # the same gap measured with noise as large as it (se 0.2 each): beyond the margin, not beyond the noise
+    noisy = departure(trained, shifted, 0.1, torch.full_like(GRID21, 0.2), torch.full_like(GRID21, 0.2))
+    assert noisy["departs_margin"] and not noisy["departs"]
+    # within the margin: no departure however small the noise
+    close = departure(trained, trained + 0.05, 0.1, se, se)
+    assert not close["departs"] and not close["departs_margin"] and close["z"] is None
+    # no stderr: the margin alone (the test before 2026-12-04); an exactly flat control with se 0 departs
+    assert departure(trained, shifted, 0.1)["departs"]
+    assert departure(trained, torch.zeros_like(GRID21), 0.1)["z"] == math.inf
+    # Bonferroni over the grid: z for 21 points at α = 0.05
+    assert d["z_needed"] == pytest.approx(3.0381, abs=1e-3)
+
+
+def test_departure_holds_its_level_on_controls_equal_in_expectation():
+    """A control that is the trained curve plus noise of the stated stderr, with a margin of 0, departs in about α of
+    1,000 draws (≈ 0.049 with Bonferroni over 21 independent points; without the correction it would be ≈ 0.66)."""
+    g = torch.Generator().manual_seed(0)
+    trained = torch.sigmoid(12 * (GRID21 - 0.5))
+    se = torch.full_like(GRID21, 0.05)
+    hits = sum(departure(trained, trained + 0.05 * 2**0.5 * torch.randn(21, generator=g, dtype=torch.float64), 0.0,
+                         se, se)["departs"] for _ in range(1000))
+    assert 5 <= hits <= 71  # α·1000 + 3 binomial sd; ≥ 5: the test is not dead
+
+
+def test_departure_refuses_bad_input():
+    with pytest.raises(ValueError, match="same length"):
+        departure(GRID21, GRID21[:5], 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        departure(GRID21, GRID21, 0.1, alpha=0.0)
+    with pytest.raises(ValueError, match="stderr"):
+        departure(GRID21, GRID21, 0.1, torch.ones(3))
