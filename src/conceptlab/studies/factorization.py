@@ -160,8 +160,9 @@ class GeometryConfig(StrictConfig):
     seed: int = Field(0, ge=0)
     noise_per_run: bool = Field(
         False, description="draw the forward pass's noise and the homology subsample from `seed` and the run's "
-        "train_seed (`geometry_seed`), so replicate runs — the trained cloud and every control read through the "
-        "noise, pixels included — each have their own draw; false: one draw per preset, shared by every run",
+        "train_seed (`geometry_seed`), so replicate runs read their networks' clouds through their own draw; false: "
+        "one draw per preset, shared by every run. (One ε is shared by every label, so the pixels control only "
+        "moves as a whole: its geometry is the data's for any draw.)",
     )
 
     @field_validator("controls")
