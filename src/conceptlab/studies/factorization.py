@@ -540,11 +540,11 @@ class FactorizationStudy(StudyBase):
                         "single", "joint_single"),  # the last two with eval.composition.count_peaks
         "geometry": ("run", "step", "hook", "t", "effective_dimension", "explained_variance_top4", "points", "features",
                      "eigenvalue_<k>", "additive_share", "additive_chance", "subspace_overlap", "subspace_max_cosine",
-                     "betti_<d>", "h1_bar_<k>", "h2_bar_<k>"),
+                     "betti_<d>", "homology_dims", "h1_bar_<k>", "h2_bar_<k>"),
         "geometry_controls": ("run", "step", "source", "points", "features", "effective_dimension",
                               "explained_variance_top4", "additive_share", "additive_chance", "subspace_overlap",
                               "subspace_max_cosine", "orthogonality", "parallelism_x", "parallelism_y", "parallelism",
-                              "betti_<d>", "h1_bar_<k>", "h2_bar_<k>", "torus"),
+                              "betti_<d>", "homology_dims", "h1_bar_<k>", "h2_bar_<k>", "torus"),
     }
     # 4: the encoding_map control seeded by the run's train_seed
     order = 1
