@@ -197,12 +197,14 @@ def test_homology_keeps_a_degenerate_eigenspace_whole():
     """The exact Clifford torus has four equal eigenvalues: two fixed PCs are two arbitrary axes of that eigenspace
     (a disc or a circle, never a torus); the whole eigenspace is the torus."""
     cloud = rotate_into(clifford_torus(GRID), 16)  # 256 points, spectrum (½, ½, ½, ½, 0, …)
-    fixed = persistent_homology(cloud, n_components=2, threshold=0.15)
-    whole = persistent_homology(cloud, n_components=2, threshold=0.15, components_rule="whole_eigenspaces")
+    fixed = persistent_homology(cloud, n_components=2, threshold=0.15, n_perm=150, rule="hybrid")
+    whole = persistent_homology(cloud, n_components=2, threshold=0.15, n_perm=150, rule="hybrid",
+                                 components_rule="whole_eigenspaces")
     assert fixed["components"] == 2 and fixed["betti"] != (1, 2, 1)
     assert whole["components"] == 4 and whole["betti"] == (1, 2, 1)
     separated = rotate_into(torch.cat([clifford_torus(GRID), 0.3 * clifford_torus(GRID)[:, :1]], dim=1), 16)
-    assert persistent_homology(separated, n_components=4, components_rule="whole_eigenspaces")["components"] == 4
-    assert persistent_homology(cloud, n_components=None)["components"] is None
+    assert persistent_homology(separated, max_dim=0, n_components=4,
+                               components_rule="whole_eigenspaces")["components"] == 4
+    assert persistent_homology(cloud, max_dim=0, n_components=None)["components"] is None
     with pytest.raises(ValueError, match="components_rule"):
         persistent_homology(cloud, components_rule="gap")
