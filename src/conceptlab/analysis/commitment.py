@@ -121,7 +121,7 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
 
     Noise: a two-sided z test at each τ, |t − c| > z·√(se_t² + se_c²), Bonferroni-corrected over the grid's n
     points (z = Φ⁻¹(1 − α/2n)), so an identical-in-expectation control passes at some τ with probability ≤ α.
-    A missing stderr counts as 0 (the margin alone). Returns {"departs", "departs_margin" (the margin alone, the
+    No stderr given (None) counts as 0 (the margin alone); a NaN stderr at a τ means that τ cannot pass. Returns {"departs", "departs_margin" (the margin alone, the
     test before 2026-12-04), "gap" (the largest |t − c| / range), "z" (the largest |t − c| / se among the τ beyond
     the margin; inf where se = 0, None where no τ is), "z_needed"}.
     """
@@ -138,11 +138,11 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
     if not 0 < alpha < 1 or margin < 0:
         raise ValueError(f"need 0 < alpha < 1 and margin ≥ 0, got alpha={alpha}, margin={margin}")
 
-    def se(values) -> Tensor:
+    def se(values) -> Tensor:  # NaN stays NaN: a τ whose noise is unknown cannot pass the noise test
         s = torch.zeros_like(t) if values is None else as_curve(values)
         if s.shape != t.shape:
             raise ValueError(f"stderr of shape {tuple(s.shape)} for curves of {tuple(t.shape)}")
-        return torch.nan_to_num(s, nan=0.0)
+        return s
 
     noise = (se(trained_stderr) ** 2 + se(control_stderr) ** 2).sqrt()
     scale = abs(float(t[-1] - t[0])) or 1e-12

@@ -89,8 +89,8 @@ def whole_eigenspaces(eigenvalues: np.ndarray, k: int, n: int, max_components: i
     lam = np.asarray(eigenvalues, dtype=float)
     if k < 1 or n < 2:
         raise ValueError(f"need k ≥ 1 and n ≥ 2 points, got k={k}, n={n}")
-    top = min(len(lam), max_components if max_components is not None else len(lam))
-    k = min(k, top)
+    k = min(k, len(lam))
+    top = max(k, min(len(lam), max_components if max_components is not None else len(lam)))
     floor = 1e-12 * (lam[0] if len(lam) else 0.0)
     spread = np.sqrt(2.0 / n)
     while k < top and lam[k - 1] > floor and lam[k - 1] - lam[k] < lam[k - 1] * spread:

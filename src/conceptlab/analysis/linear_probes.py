@@ -12,6 +12,8 @@ or from any [T, N, ...] stack, e.g. `hooks.run_with_cache` over a sampler, with 
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -30,6 +32,7 @@ class ProbeScore:
     train_accuracy: float
     test_accuracy: float
     majority: float  # frequency of the most common class among the held-out rows
+    test_correct: Tensor | None = None  # [n_test] bool: each held-out row classified correctly
 
 
 @dataclass
@@ -45,6 +48,7 @@ class LinearProbeCurve:
     n_train: int
     n_test: int
     sigma: Tensor | None = None  # [T] VE σ at each τ, where known
+    stderr: Tensor | None = None  # [T] standard error of `accuracy` (`accuracy_stderr`: clustered by group)
 
 
 def pooled_features(activation: Tensor, pool: int | None = None) -> Tensor:
@@ -120,11 +124,41 @@ def fit_linear_probe(
     with torch.no_grad():
         pred = (x @ weight + bias).argmax(1)
     majority = torch.bincount(y[test], minlength=num_classes).max().item() / len(test)
+    correct = pred[test] == y[test]
     return ProbeScore(
         train_accuracy=(pred[train] == y[train]).double().mean().item(),
-        test_accuracy=(pred[test] == y[test]).double().mean().item(),
+        test_accuracy=correct.double().mean().item(),
         majority=majority,
+        test_correct=correct,
     )
+
+
+def accuracy_stderr(correct: Tensor, groups: Tensor | None = None) -> float:
+    """Standard error of a held-out accuracy from its rows' correctness `[N]`, clustered by `groups` `[N]`.
+
+    Rows of one group (e.g. noised copies of one held-out combination) are not independent trials, so the error is
+    the cluster-robust one of a mean over G clusters, √(G/(G − 1) · Σ_g (c_g − n_g·p)²) / N with c_g a cluster's
+    correct rows and n_g its size — for G = N singleton clusters ≈ the binomial √(p(1 − p)/N). It is floored by
+    the binomial error at the plus-two estimate (k + 1)/(N + 2), so an accuracy of 0 or 1 still carries some noise.
+    The probe's own fit (which rows trained it) is not counted.
+    """
+    c = correct.double().flatten()
+    n = c.numel()
+    if n < 2:
+        raise ValueError(f"need at least 2 held-out rows, got {n}")
+    p = float(c.mean())
+    if groups is None:
+        ids = torch.arange(n)
+    else:
+        if groups.shape != c.shape:
+            raise ValueError(f"groups must be [{n}], got {tuple(groups.shape)}")
+        ids = torch.unique(groups, return_inverse=True)[1]
+    g = int(ids.max()) + 1
+    hits = torch.zeros(g, dtype=torch.float64).index_add_(0, ids, c)
+    sizes = torch.zeros(g, dtype=torch.float64).index_add_(0, ids, torch.ones_like(c))
+    clustered = math.sqrt(g / (g - 1) * float(((hits - sizes * p) ** 2).sum())) / n if g > 1 else math.inf
+    plus_two = (p * n + 1) / (n + 2)
+    return max(clustered, math.sqrt(plus_two * (1 - plus_two) / n))
 
 
 def linear_probe_curves(
@@ -165,6 +199,8 @@ def linear_probe_curves(
             n_train=len(train),
             n_test=len(test),
             sigma=sigma,
+            stderr=torch.tensor([accuracy_stderr(s.test_correct, None if groups is None else groups[test])
+                                 for s in scores], dtype=torch.float64),
         )
     return curves
 

@@ -45,6 +45,7 @@ import math
 import time
 from typing import Callable, ClassVar, Literal
 
+import numpy as np
 import pandas as pd
 import torch
 from pydantic import Field, field_validator
@@ -386,15 +387,9 @@ def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = Fals
     sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
     curves = linear_probe_curves(acts, a.taus, labels, sizes, test_fraction=a.probe_test_fraction, l2=a.probe_l2,
                                  seed=a.seed + 33, groups=idx)  # held-out combinations never seen in training
-    return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, probe_stderr(c.accuracy, c.n_test), process,
-                            c.chance, "chance") for name, c in curves.items()], ignore_index=True)
-
-
-def probe_stderr(accuracy: Tensor, n_test: int) -> Tensor:
-    """Binomial standard error of held-out accuracies over `n_test` images, at the plus-two estimate (k + 1)/(n + 2)
-    so that 0 and 1 still carry some noise (the probe's own fit on its training split is not counted)."""
-    p = (accuracy.double() * n_test + 1) / (n_test + 2)
-    return (p * (1 - p) / n_test).sqrt()
+    # stderr: clustered by held-out combination (its noised copies are not independent trials)
+    return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, c.stderr, process, c.chance, "chance")
+                      for name, c in curves.items()], ignore_index=True)
 
 
 # -- commitment ---------------------------------------------------------------------------------------------------
@@ -453,6 +448,8 @@ def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, a
         for (measure, attribute), g in curves[curves["source"] == source].groupby(["measure", "attribute"]):
             t = trained[(trained["measure"] == measure) & (trained["attribute"] == attribute)].sort_values("tau")
             g = g.sort_values("tau")
+            if len(t) != len(g) or not np.allclose(t["tau"].to_numpy(), g["tau"].to_numpy()):
+                raise ValueError(f"{source} {measure} {attribute}: its τ grid differs from the trained curve's")
             d = departure(t["value"].to_numpy(), g["value"].to_numpy(), margin, t["stderr"].to_numpy(),
                           g["stderr"].to_numpy(), alpha)
             block["departs"].setdefault(measure, {})[attribute] = d["departs"]
@@ -615,9 +612,9 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
-    version = 5  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
+    version = 6  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
     # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03); 5: probe
-    # stderr, departures beyond noise (2026-12-04)
+    # stderr, departures beyond noise; 6: the probe stderr clustered by held-out combination (2026-12-04)
     summary_sections = frozenset({
         "agreement", "attributes", "classifier_accuracy", "classifier_source", "classifier_trained_on",
         "commitment_order", "commitment_order_claimed", "commitment_sigma", "commitment_tau", "commitment_tau_mi_final",

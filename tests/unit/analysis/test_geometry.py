@@ -189,6 +189,8 @@ def test_whole_eigenspaces_never_cuts_between_eigenvalues_pca_cannot_order():
     assert whole_eigenspaces(np.ones(5), 4, n, max_components=32) == 5  # ... and the eigenvalues there are
     assert whole_eigenspaces(np.array([1.0, 1.0, 1e-15, 1e-15, 1e-15]), 2, n) == 2  # zeros at rounding: no block
     assert whole_eigenspaces(np.zeros(6), 3, n) == 3  # a cloud with no spread keeps its cut
+    assert whole_eigenspaces(np.array([1.0, 1e-15, 1e-15, 1e-15]), 2, n) == 2  # a rounding-level block is not kept
+    assert whole_eigenspaces(np.ones(8), 4, n, max_components=2) == 4  # never below k
     with pytest.raises(ValueError, match="k ≥ 1"):
         whole_eigenspaces(np.ones(4), 0, n)
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from conceptlab.studies.abstractions import control_summary, probe_stderr
+from conceptlab.studies.abstractions import control_summary
 
 TAUS = [i / 10 for i in range(11)]
 
@@ -38,8 +38,18 @@ def test_a_control_departs_only_beyond_margin_and_noise():
     assert block["departure_z"]["linear_probe"]["shape"] > 5
 
 
-def test_probe_stderr_is_binomial_at_the_plus_two_estimate():
-    se = probe_stderr(torch.tensor([0.5, 1.0, 0.0]), 98)
-    assert float(se[0]) == pytest.approx(math.sqrt(0.25 / 98))
-    assert float(se[1]) == pytest.approx(math.sqrt((99 / 100) * (1 / 100) / 98)) and float(se[1]) > 0
-    assert float(se[2]) == pytest.approx(float(se[1]))
+def test_probe_stderr_is_clustered_by_held_out_combination():
+    from conceptlab.analysis.linear_probes import accuracy_stderr
+
+    # 10 combinations × 8 copies; every copy of a combination right or wrong together: 10 trials, not 80
+    groups = torch.arange(10).repeat_interleave(8)
+    together = torch.tensor([True] * 40 + [False] * 40)
+    independent = torch.tensor([True, False] * 40)  # every combination half right
+    p = 0.5
+    assert accuracy_stderr(together, groups) == pytest.approx(math.sqrt(10 / 9 * 10 * (8 * 0.5) ** 2) / 80)
+    assert accuracy_stderr(together, groups) == pytest.approx(math.sqrt(p * (1 - p) / 9), rel=1e-9)  # ≈ √(pq/(G−1))
+    assert accuracy_stderr(independent, groups) == pytest.approx(math.sqrt((41 / 82) * (41 / 82) / 80))  # the floor
+    assert accuracy_stderr(together, None) == pytest.approx(math.sqrt(80 / 79 * 80 * 0.25) / 80)
+    assert accuracy_stderr(torch.ones(80, dtype=torch.bool), groups) > 0  # 1.0 still carries noise (plus-two)
+    with pytest.raises(ValueError, match="groups"):
+        accuracy_stderr(together, groups[:5])
