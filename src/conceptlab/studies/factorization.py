@@ -162,7 +162,7 @@ class GeometryConfig(StrictConfig):
         False, description="draw the forward pass's noise and the homology subsample from `seed` and the run's "
         "train_seed (`geometry_seed`), so replicate runs read their networks' clouds through their own draw; false: "
         "one draw per preset, shared by every run. (One ε is shared by every label, so the pixels control only "
-        "moves as a whole: its geometry is the data's for any draw.)",
+        "moves as a whole: its geometry is the data's for any draw, up to rounding.)",
     )
 
     @field_validator("controls")

@@ -28,7 +28,7 @@ def test_noise_per_run_gives_each_train_seed_its_own_draw():
     a, b, again = (_pixels(c) for c in own)
     assert not torch.allclose(a, b) and torch.equal(a, again)  # each run its own draw, reproducibly
     # the draw is one ε shared by every label, so the pixels cloud only moves as a whole: its geometry (centred) is
-    # the same for every draw — the pixels control has no sampling spread to give, per run or not
+    # the same for every draw up to rounding (which can still break ties in homology's landmark choice)
     assert torch.allclose(a - a.mean(0), b - b.mean(0), atol=1e-5)
     # at its default the switch is left out of the saved config, so earlier runs keep their ids
     assert "noise_per_run" not in shared[0].eval.geometry.model_dump()
