@@ -19,12 +19,13 @@ restated finding says it shows.
 
 Since 2026-12-04 a departure must also exceed the two curves' noise (a z test per τ on their standard errors —
 for the probes clustered by held-out combination — Bonferroni over each curve's τ grid: z > 2.84 for the 11 τ of
-the probes and forking entropy, z > 3.66 for the 201 of mutual information; `analysis.commitment.departure`). On the report seeds (the preset: 4,000 steps,
-800 probe images) every curve passes it against the network controls (z ≥ 4.8), and against the pixel probe on
-seeds 100 and 101 (z ≥ 3.3) but not on 102, where the object-hue and shape probes reach z 2.59 and 2.47. At this
-test's size (2,000 steps, 400 probe images) the comparison with the pixel probe has less power: measured on seed 0,
-object hue's z was 2.17 (wall hue 3.15, shape 3.75). So the test asks for departure beyond noise from the two
-network controls, whose z were ≥ 4.5, and from the pixel probe for departure beyond the margin only.
+the probes and forking entropy, z > 3.66 for the 201 of mutual information; `analysis.commitment.departure`). On the
+report seeds (the preset: 4,000 steps, 800 probe images) every curve passes it against the network controls
+(z ≥ 4.8), and against the pixel probe on seeds 100 and 101 (z ≥ 3.3) but not on 102, where the object-hue and
+shape probes reach z 2.59 and 2.47. At this test's size (2,000 steps, 400 probe images) the comparison with the
+pixel probe has less power: measured on seed 0, object hue's z was 2.17 (wall hue 3.15, shape 3.75). So the test
+asks for departure beyond noise from the two network controls, whose z were ≥ 4.5, and from the pixel probe for
+departure beyond the margin only.
 
 Since 2026-12-03 the controls include a random network (`random_init`: the architecture with random weights in every
 layer; the untrained network's zero-initialised layers make its denoiser ignore the prompt, so its MI and forking

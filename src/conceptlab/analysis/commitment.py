@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from scipy.stats import spearmanr
+from scipy.stats import norm, spearmanr
 from torch import Tensor
 
 
@@ -121,12 +121,11 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
 
     Noise: a two-sided z test at each τ, |t − c| > z·√(se_t² + se_c²), Bonferroni-corrected over the grid's n
     points (z = Φ⁻¹(1 − α/2n)), so an identical-in-expectation control passes at some τ with probability ≤ α.
-    No stderr given (None) counts as 0 (the margin alone); a NaN stderr at a τ means that τ cannot pass. Returns {"departs", "departs_margin" (the margin alone, the
-    test before 2026-12-04), "gap" (the largest |t − c| / range), "z" (the largest |t − c| / se among the τ beyond
-    the margin; inf where se = 0, None where no τ is), "z_needed"}.
+    No stderr given (None) counts as 0 (the margin alone); a NaN stderr at a τ means that τ cannot pass.
+    Returns {"departs", "departs_margin" (the margin alone, the test before 2026-12-04), "gap" (the largest
+    |t − c| / range), "z" (the largest |t − c| / se among the τ beyond the margin; inf where se = 0, None where no τ
+    is), "z_needed"}.
     """
-    from scipy.stats import norm
-
     def as_curve(values) -> Tensor:  # a copy: pandas hands out read-only arrays
         if isinstance(values, Tensor):
             return values.detach().to(torch.float64).clone()

@@ -84,7 +84,7 @@ def whole_eigenspaces(eigenvalues: np.ndarray, k: int, n: int, max_components: i
     accident. Keeping the top k PCs then keeps an arbitrary projection of that eigenspace (for the exact torus of a
     sinusoidal label encoding, whose 16 eigenvalues are equal, a fixed 4 keeps 4 arbitrary axes of 16). The cut is
     moved down the spectrum to the first separated gap, to at most `max_components` (and the number of
-    eigenvalues); eigenvalues at rounding level (≤ 1e-12 × the largest) count as one block of zeros.
+    eigenvalues; never below `k`); eigenvalues at rounding level (≤ 1e-12 × the largest) count as one block of zeros.
     """
     lam = np.asarray(eigenvalues, dtype=float)
     if k < 1 or n < 2:
@@ -137,7 +137,7 @@ def persistent_homology(
         lam, axes = pca(a)
         kept = min(n_components, len(lam))
         if components_rule == "whole_eigenspaces":
-            kept = whole_eigenspaces(lam, n_components, len(a), max(max_components or kept, kept))
+            kept = whole_eigenspaces(lam, n_components, len(a), max_components)
         a = (a - a.mean(axis=0)) @ axes[:kept].T
     diff = a[:, None, :] - a[None, :, :]
     scale = float(np.sqrt((diff**2).sum(-1)).max())

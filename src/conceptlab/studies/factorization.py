@@ -300,11 +300,16 @@ def copying_accuracy(cfg, dgp) -> pd.DataFrame:
     return accuracy_rows(cfg, dgp, regions, dgp.render(copied), step=0)
 
 
+def run_geometry_seed(cfg) -> int:
+    """A seed of the run's own for the geometry, from `geometry.seed` and `train.train_seed` (the encoding_map
+    control's layer; with `geometry.noise_per_run` also the noise and homology subsample)."""
+    return cfg.eval.geometry.seed * 1_000_003 + cfg.train.train_seed
+
+
 def geometry_seed(cfg) -> int:
     """The seed of the geometry's noise and homology subsample: `geometry.seed`, or with `geometry.noise_per_run`
-    one of the run's own (from `seed` and `train.train_seed`, as the encoding_map control's layer)."""
-    geo = cfg.eval.geometry
-    return geo.seed * 1_000_003 + cfg.train.train_seed if geo.noise_per_run else geo.seed
+    the run's own (`run_geometry_seed`)."""
+    return run_geometry_seed(cfg) if cfg.eval.geometry.noise_per_run else cfg.eval.geometry.seed
 
 
 def representation_cloud(cfg, dgp, model, labels: torch.Tensor):
@@ -358,8 +363,8 @@ def homology(cfg, points: torch.Tensor) -> dict[str, Any]:
     """`analysis.geometry.persistent_homology` of a cloud with the run's settings (dimensions 0–2)."""
     geo = cfg.eval.geometry
     return persistent_homology(points, max_dim=2, n_components=geo.homology_dims, n_points=geo.homology_points,
-                               threshold=geo.persistence_threshold, seed=geometry_seed(cfg), n_perm=geo.homology_landmarks,
-                               rule=geo.betti_rule, components_rule=geo.homology_dims_rule,
+                               threshold=geo.persistence_threshold, seed=geometry_seed(cfg),
+                               n_perm=geo.homology_landmarks, rule=geo.betti_rule, components_rule=geo.homology_dims_rule,
                                max_components=geo.homology_max_dims)
 
 
@@ -666,8 +671,7 @@ class FactorizationStudy(StudyBase):
                 clouds["encoding"] = encoding
             if "encoding_map" in geo.controls:
                 # each run draws its own random layer (like its own untrained network): seeded by the run's seed
-                clouds["encoding_map"] = encoding_map_cloud(encoding, geo.encoding_map_width,
-                                                            geo.seed * 1_000_003 + cfg.train.train_seed)
+                clouds["encoding_map"] = encoding_map_cloud(encoding, geo.encoding_map_width, run_geometry_seed(cfg))
             rows = [control_row(cfg, source, points, grid, step, dgp.period) for source, points in clouds.items()]
             table = pd.DataFrame(rows)
             info = " ".join(f"{r.source} {r.additive_share:.2f}" for r in table.itertuples() if "additive_share" in table)
