@@ -118,6 +118,57 @@ def test_straight_path_turn_reads_the_trajectory_and_its_null_per_seed(tmp_path)
         straight_path_turn(runs, part="median")
 
 
+def _streams_run(tmp_path, name: str, seed: int, path, streams: int = 5, n: int = 24, flip_size: bool = False,
+                 valid=None) -> RunRecord:
+    """A run folder whose interventions table holds naive prompting of target 11 on `streams` noise streams, each
+    stream reading `path` plus its own offset, the same at every checkpoint (a stream reuses its noise)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    offsets = rng.normal(0, 0.03, size=(streams, 2))
+    for i, (color, size) in enumerate(path):
+        for s in range(streams):
+            c, z = np.clip(np.array([color, size]) + offsets[s], 0, 1)
+            rows.append({"step": 100 * (i + 1), "target": "11", "intervention": "naive" if s == 0 else
+                         "naive_repeats", "variant": "prompt" if s == 0 else f"stream {s}", "stream": s, "n": n,
+                         "score": c * z, "valid_fraction": 1.0 if valid is None else valid[i], "p_color": c,
+                         "p_size": 1 - z if flip_size else z})
+            rows.append({**rows[-1], "target": "00", "p_color": 0.5, "p_size": 0.5})  # another target: not read
+    folder = tmp_path / name
+    folder.mkdir()
+    pd.DataFrame(rows).to_parquet(folder / "interventions.parquet")
+    return RunRecord(name, seed, {}, {}, folder)
+
+
+def test_replicate_stream_turn_pools_every_naive_stream_and_reads_its_sign_flip_null(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import _stream_readings, replicate_stream_turn
+
+    l_turn = [(0.05, 0.05), (0.05, 0.5), (0.05, 0.95), (0.05, 0.95), (0.5, 0.95), (0.95, 0.95), (0.95, 0.95)]
+    line = [(0.05 + 0.15 * i, 0.05 + 0.15 * i) for i in range(7)]
+    runs = [_streams_run(tmp_path, "turn", 100, l_turn), _streams_run(tmp_path, "line", 101, line)]
+    observed = replicate_stream_turn(runs, part="observed")
+    critical = replicate_stream_turn(runs, part="critical")
+    assert observed[100] > 0.5 and observed[100] > critical[100]  # the L bows beyond its streams' noise
+    assert observed[101] < 0.05 and not observed[101] > critical[101]  # the line does not
+    # an axis whose target value is 0 is read as 1 − p: target 10's size reads 1 − p_size
+    flipped = _streams_run(tmp_path, "flipped", 102, l_turn, flip_size=True)
+    table = pd.read_parquet(flipped.folder / "interventions.parquet")
+    table.loc[table["target"] == "11", "target"] = "10"
+    table.to_parquet(flipped.folder / "interventions.parquet")
+    assert replicate_stream_turn([flipped], target="10") == pytest.approx({102: observed[100]}, abs=0.05)
+    # checkpoints with under 25% valid images are left out
+    sparse = _streams_run(tmp_path, "sparse", 103, l_turn, valid=[0.2, 1, 1, 1, 1, 1, 1])
+    assert list(_stream_readings(sparse.folder, "11", 0.25)[0]) == [200.0, 300.0, 400.0, 500.0, 600.0, 700.0]
+    four = _streams_run(tmp_path, "four", 104, l_turn, streams=4)
+    assert replicate_stream_turn([four]) == {104: None}  # 4 streams: 16 patterns, the test is not run
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert replicate_stream_turn([RunRecord("e", 105, {}, {}, empty)]) == {105: NOT_MEASURED}
+    assert replicate_stream_turn(runs, target="01") == {100: NOT_MEASURED, 101: NOT_MEASURED}
+    with pytest.raises(ValueError, match="part"):
+        replicate_stream_turn(runs, part="null_q95")
+
+
 def _bump_run(tmp_path, seed: int, low: float, high: float, accuracy: float) -> RunRecord:
     from conceptlab.experiments.loading import config_to_yaml, load_config
 

@@ -22,6 +22,17 @@ The null here is a parametric bootstrap of a straight path:
   bootstrap p-value (1 + #{null ≥ observed}) / (draws + 1). NaN when the test is undefined (fewer than three
   checkpoints, or a path that ends where it started).
 
+Where a run samples the held-out prompt on several noise streams (the paper-setup runs have 5 × 24 images per
+checkpoint, against 8 in the concept-space table), a sharper test measures the noise instead of bounding it:
+
+- `pool_streams(readings, valid)`: the streams' readings averaged by their valid images.
+- `stream_turn_test(steps, readings, valid, alpha)`: a sign-flip randomization test. Each stream's deviation from the
+  pooled path's straight path is flipped as a whole (one sign per stream, so the correlation a stream's reused noise
+  gives its checkpoints is kept); a turn every stream shares does not survive mixed signs. It passes when the pooled
+  bow exceeds all but a share α of the patterns (2 / patterns when larger: the pooled path and its mirror tie, so
+  with 5 streams the level is 1/16). Approximate, as the straight path is estimated from the pooled path; simulated
+  straight paths with stream-correlated noise pass at about the level (tests/unit).
+
 The detector's own angle is not tested: on a nearly one-dimensional path every reversal is close to 180°, the null's
 as much as the observed one, so its null says nothing (tried and dropped, docs/findings-suite.md). Pure functions on
 numpy arrays.
@@ -119,3 +130,112 @@ def turn_test(steps: np.ndarray, points: np.ndarray, counts: np.ndarray, draws: 
     null_bow = np.array([chord_bow(r) for r in redraw_straight(points, counts, draws, np.random.default_rng(seed))])
     bow = chord_bow(points)
     return TurnTest(bow, float(np.quantile(null_bow, 0.95)), (1 + int((null_bow >= bow).sum())) / (draws + 1), draws)
+
+
+
+@dataclass(frozen=True)
+class StreamTurnTest:
+    """The pooled trajectory's chord bow; the critical bow it must exceed (the largest null bow that the level
+    leaves out); the randomization p-value; the number of sign patterns (all of them when `exact`); the level the
+    test was run at (α, or 2 / patterns when that is larger); the streams and checkpoints read."""
+
+    bow: float
+    bow_critical: float
+    bow_p: float
+    patterns: int
+    exact: bool
+    level: float
+    streams: int
+    checkpoints: int
+
+
+def _as_streams(readings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    readings, valid = np.asarray(readings, dtype=float), np.asarray(valid)
+    if readings.ndim != 3:
+        raise ValueError(f"readings must be [streams, checkpoints, concepts], got shape {readings.shape}")
+    if valid.shape != readings.shape[:2]:
+        raise ValueError(f"valid must be [streams, checkpoints] = {readings.shape[:2]}, got shape {valid.shape}")
+    if not np.isfinite(valid).all() or (valid < 0).any() or (valid != np.round(valid)).any():
+        raise ValueError("valid must hold counts of valid images (integers ≥ 0)")
+    valid = valid.astype(int)
+    read = valid > 0
+    if not np.isfinite(readings[read]).all():
+        raise ValueError("a stream with valid images at a checkpoint must have a finite reading there")
+    return np.where(read[..., None], readings, 0.0), valid
+
+
+def pool_streams(readings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pooled [checkpoints, concepts], weights [streams, checkpoints]): the streams' readings averaged with weights
+    proportional to their valid images (so the pooled value is the mean over every valid image), a stream without a
+    valid image at a checkpoint weighing 0 there. Every checkpoint needs a valid image on some stream."""
+    readings, valid = _as_streams(readings, valid)
+    total = valid.sum(axis=0)
+    if (total == 0).any():
+        raise ValueError(f"checkpoints {np.flatnonzero(total == 0).tolist()} have no valid image on any stream")
+    weights = valid / total
+    return (weights[..., None] * readings).sum(axis=0), weights
+
+
+def sign_patterns(streams: int, max_exact: int, draws: int, rng: np.random.Generator) -> tuple[np.ndarray, bool]:
+    """([patterns, streams] of ±1, exact): all 2^streams patterns (the identity first) when streams ≤ `max_exact`;
+    else the identity and `draws` random patterns."""
+    if streams < 1:
+        raise ValueError(f"streams must be ≥ 1, got {streams}")
+    if streams <= max_exact:
+        codes = np.arange(2**streams)[:, None] >> np.arange(streams)[None, :] & 1
+        return 1.0 - 2.0 * codes, True
+    if draws < 1:
+        raise ValueError(f"draws must be ≥ 1, got {draws}")
+    return np.vstack([np.ones((1, streams)), rng.choice([-1.0, 1.0], size=(draws, streams))]), False
+
+
+def stream_turn_test(steps: np.ndarray, readings: np.ndarray, valid: np.ndarray, alpha: float = 0.05,
+                     min_streams: int = 5, max_exact: int = 12, draws: int = 4095, seed: int = 0) -> StreamTurnTest:
+    """Does the trajectory pooled over replicate sampling streams bow away from its chord more than its own streams'
+    noise makes a straight path bow? A sign-flip randomization test.
+
+    `readings[s, i]` is stream s's mean concept reading at checkpoint i (NaN where it had no valid image),
+    `valid[s, i]` its number of valid images. The pooled path P (`pool_streams`) is its straight path S
+    (`straight_path`) plus the weighted mean of the streams' deviations from S. Without a turn those deviations are
+    sampling noise, independent between streams (each stream draws its own noise) and symmetric about 0, so flipping
+    the sign of a stream's whole deviation — one sign per stream, so its correlation over checkpoints (a stream
+    reuses its noise at every checkpoint) is kept — leaves their distribution unchanged; a turn shared by every
+    stream is not symmetric, and mixed signs cancel it. The null bows are those of S plus every sign pattern's
+    weighted mean deviation (the identity pattern gives P itself, its mirror 2S − P the same bow), the p-value the
+    share of patterns whose bow is ≥ P's. The test passes when P's bow exceeds `bow_critical`, i.e. p ≤ the level:
+    α, or 2 / patterns when that is larger, since P and its mirror always tie (with 5 streams, 32 patterns, the
+    level is 1/16 and P must bow further than all 30 others). Random patterns (identity kept) when streams >
+    `max_exact`. Measured noise, not the bound `turn_test` draws from, so it is sharper; S is estimated from P, which
+    makes it approximate (simulated straight paths pass at or below the level, tests/unit). NaN with fewer than
+    `min_streams` streams, fewer than three checkpoints or a path that ends where it started."""
+    steps = np.asarray(steps, dtype=float)
+    readings, valid = _as_streams(readings, valid)
+    streams, checkpoints = valid.shape
+    if steps.shape != (checkpoints,):
+        raise ValueError(f"steps must match the {checkpoints} checkpoints, got shape {steps.shape}")
+    if min_streams < 2:
+        raise ValueError(f"min_streams must be ≥ 2, got {min_streams}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    order = np.argsort(steps)
+    readings, valid = readings[:, order], valid[:, order]
+    undefined = StreamTurnTest(math.nan, math.nan, math.nan, 0, False, math.nan, streams, checkpoints)
+    if streams < min_streams or checkpoints < 3:
+        return undefined
+    pooled, weights = pool_streams(readings, valid)
+    path = straight_path(pooled)
+    if path is None:
+        return undefined
+    deviations = weights[..., None] * (readings - path[None]) * (valid > 0)[..., None]
+    signs, exact = sign_patterns(streams, max_exact, draws, np.random.default_rng(seed))
+    null_bow = np.array([chord_bow(path + d) for d in np.einsum("ps,stc->ptc", signs, deviations)])
+    bow = chord_bow(pooled)
+    n = len(signs)
+    level = max(alpha, 2.0 / n)
+    allowed = max(2, math.floor(alpha * n + 1e-9))  # patterns allowed at or above P's bow, P and its mirror among them
+    tie = 1e-12 * max(1.0, bow)  # the identity pattern recomputes P's bow up to rounding
+    p = float((null_bow >= bow - tie).mean())
+    critical = float(np.sort(null_bow)[::-1][min(allowed, n - 1)])
+    if critical >= bow - tie:  # a tie with P is not exceeded: `bow > bow_critical` exactly when p ≤ the level
+        critical = max(critical, bow)
+    return StreamTurnTest(bow, critical, p, n, exact, level, streams, checkpoints)

@@ -14,6 +14,9 @@
   naive trajectory (its bow from the chord) or, as its control, the 95th percentile of the bow of a straight path
   redrawn at the run's sampling resolution
   (`analysis.turn_null`): the null of the memorization-then-turn finding.
+- `replicate_stream_turn(runs, target, part, ...)` (a `compute` value): per seed, the bow of the held-out prompt's
+  naive trajectory pooled over every naive noise stream or, as its control, the critical bow of a sign-flip test on
+  the streams' deviations (`analysis.turn_null.stream_turn_test`): the sharper null, where a run has ≥ 5 streams.
 - `independent_sigmoids_r2(runs, target)` (a `compute` value): per seed, R² of the gated flow's parameter-matched
   null (`analysis.phenomenology.fit_independent_sigmoids`) on the held-out prompt's naive trajectory.
 - `copying_baseline(runs, region, metric)`, `final_accuracy(...)`, `trend_beyond_copying(runs, across, ...)`
@@ -286,6 +289,79 @@ def straight_path_turn(runs: list, target: str = "11", part: str = "observed", d
         x = test.bow if part == "observed" else test.bow_null_q95
         out[r.seed] = None if math.isnan(x) else float(x)
     return out
+
+def _stream_readings(folder, target: str, min_valid: float) -> Any:
+    """(steps, readings [streams, steps, concepts] oriented so 1 is the target's value, valid images [streams,
+    steps]) of the target's naive prompting on every noise stream of a run's interventions table (streams 0..k−1:
+    `naive` and `naive_repeats`), keeping checkpoints whose pooled valid images are at least max(2, `min_valid` × the
+    images generated there); NOT_MEASURED when the run lacks the table or the target's naive rows."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    path = None if folder is None else RunFolder(folder).table("interventions")
+    if path is None or not path.is_file():
+        return NOT_MEASURED
+    table = read_parquet(path)
+    rows = table[(table["target"].astype(str) == str(target)) & table["intervention"].isin(["naive", "naive_repeats"])]
+    concepts = [c for c in table.columns if c.startswith("p_")]
+    if rows.empty or len(concepts) != len(str(target)):
+        return NOT_MEASURED
+    steps = np.sort(rows["step"].unique())
+    streams = np.sort(rows["stream"].unique())
+    grid = rows.set_index(["stream", "step"]).sort_index()
+    if grid.index.duplicated().any():
+        raise ValueError(f"{path}: more than one naive row per stream and step for target {target}")
+    full = pd.MultiIndex.from_product([streams, steps], names=["stream", "step"])
+    grid = grid.reindex(full)
+    n = grid["n"].fillna(0).to_numpy().reshape(len(streams), len(steps))
+    valid = np.round(n * grid["valid_fraction"].fillna(0).to_numpy().reshape(n.shape)).astype(int)
+    readings = np.stack([grid[c].to_numpy().reshape(n.shape) for c in concepts], axis=-1)
+    flip = np.array([str(target)[k] != "1" for k in range(len(concepts))])
+    readings = np.where(flip, 1.0 - readings, readings)
+    keep = valid.sum(axis=0) >= np.maximum(2, np.ceil(min_valid * n.sum(axis=0)))
+    return steps[keep].astype(float), readings[:, keep], valid[:, keep]
+
+
+@functools.lru_cache(maxsize=256)
+def _stream_turn_test(folder: str, stamp: float, target: str, alpha: float, seed: int):
+    """The replicate-stream test of one run's held-out trajectory (NOT_MEASURED or an
+    `analysis.turn_null.StreamTurnTest`), computed once per run folder and table version (`stamp`)."""
+    from conceptlab.analysis.turn_null import stream_turn_test
+
+    read = _stream_readings(folder, target, MIN_VALID_FRACTION)
+    if not isinstance(read, tuple):
+        return read
+    steps, readings, valid = read
+    return stream_turn_test(steps, readings, valid, alpha=alpha, seed=seed)
+
+
+def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed", alpha: float = 0.05,
+                          seed: int = 0) -> dict[int, Any]:
+    """Per seed: the bow from its chord of the target's naive trajectory pooled over every naive noise stream of the
+    interventions table (`part` "observed"), or, as its control, the critical bow of a sign-flip test that flips each
+    stream's deviation from the pooled path's straight path (`part` "critical"; `analysis.turn_null.stream_turn_test`
+    at level `alpha`, or 2 / 2^streams when that is larger). Checkpoints whose pooled valid images are under 25% of
+    those generated are left out, as for `straight_path_turn`. Not measured when the run lacks the table or the
+    target; None when the test is undefined (fewer than 5 streams or 3 checkpoints, or a path ending where it
+    started). `seed` + the run's seed draws random patterns only beyond 12 streams."""
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+    if part not in ("observed", "critical"):
+        raise ValueError(f"part must be 'observed' or 'critical', got {part!r}")
+    out: dict[int, Any] = {}
+    for r in runs:
+        path = None if r.folder is None else RunFolder(r.folder).table("interventions")
+        if path is None or not path.is_file():
+            out[r.seed] = NOT_MEASURED
+            continue
+        test = _stream_turn_test(str(r.folder), path.stat().st_mtime, str(target), float(alpha),
+                                 int(seed) + int(r.seed))
+        if test is NOT_MEASURED:
+            out[r.seed] = test
+            continue
+        x = test.bow if part == "observed" else test.bow_critical
+        out[r.seed] = None if math.isnan(x) else float(x)
+    return out
+
 
 def _copying(r, region: str, metric: str) -> Any:
     """One run's copying accuracy (`studies.factorization.copying_accuracy` from its saved config); NOT_MEASURED

@@ -86,3 +86,103 @@ def test_turn_test_is_reproducible_for_a_seed():
     a = turn_test(np.arange(CHECKPOINTS), pts, np.full(CHECKPOINTS, IMAGES), draws=99, seed=3)
     b = turn_test(np.arange(CHECKPOINTS), pts, np.full(CHECKPOINTS, IMAGES), draws=99, seed=3)
     assert a == b
+
+
+# ---- the replicate-stream sign-flip test
+
+STREAMS, PER_STREAM = 5, 24
+
+
+def _streams(path: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Readings as the evaluation makes them on replicate noise streams: each stream's PER_STREAM images keep their
+    noise at every checkpoint (an image reads 1 on a concept while its own uniform u, the same at every checkpoint,
+    is below the path's value q, else 0: a confident classifier, mean exactly q), so a stream's deviation is
+    correlated over checkpoints."""
+    u = rng.uniform(size=(STREAMS, PER_STREAM, 1, path.shape[1]))
+    readings = (u < path[None, None]).mean(axis=1)
+    return readings, np.full(readings.shape[:2], PER_STREAM)
+
+
+def test_stream_flip_rejects_few_straight_paths_and_most_l_turns():
+    from conceptlab.analysis.turn_null import stream_turn_test
+
+    rng = np.random.default_rng(5)
+    steps = 100.0 * np.arange(1, CHECKPOINTS + 1)
+    straight = [stream_turn_test(steps, *_streams(_straight(rng), rng)) for _ in range(300)]
+    turned = [stream_turn_test(steps, *_streams(_l_turn(), rng)) for _ in range(100)]
+    assert all(t.patterns == 32 and t.exact and t.level == pytest.approx(1 / 16) for t in straight + turned)
+    false = np.mean([t.bow > t.bow_critical for t in straight])
+    assert false <= 0.10  # nominal 1/16; S is estimated from the pooled path, so the test is approximate
+    assert np.mean([t.bow > t.bow_critical for t in turned]) >= 0.9
+    # the decision is the p-value's: bow > critical exactly when p ≤ the level
+    assert all((t.bow > t.bow_critical) == (t.bow_p <= t.level + 1e-12) for t in straight + turned)
+
+
+def test_stream_flip_is_sharper_than_the_bounded_straight_path_null_where_readings_are_soft():
+    """The bounded null draws every checkpoint at the largest variance a mean of its images can have; the stream
+    test measures the noise. Where each image's reading is soft (its value ± 0.15, mean exact, the same offset at
+    every checkpoint) a shallow L-turn read from 5 × 24 images is found by the stream test and rarely by the bound."""
+    from conceptlab.analysis.turn_null import stream_turn_test
+
+    rng = np.random.default_rng(6)
+    steps = 100.0 * np.arange(1, CHECKPOINTS + 1)
+    l_turn = 0.2 + 0.6 * (_l_turn() - 0.1) / 0.85  # inside [0.2, 0.8]: the soft readings never clip
+    shallow = 0.15 * l_turn + 0.85 * straight_path(l_turn)
+    flip, bounded = [], []
+    for k in range(40):
+        offsets = rng.uniform(-0.15, 0.15, size=(STREAMS, PER_STREAM, 1, 2))
+        readings = (shallow[None, None] + offsets).mean(axis=1)
+        valid = np.full(readings.shape[:2], PER_STREAM)
+        flip.append(stream_turn_test(steps, readings, valid).bow_p <= 1 / 16)
+        bounded.append(turn_test(steps, readings.mean(axis=0), valid.sum(axis=0), draws=199, seed=k).bow_p <= 0.05)
+    assert np.mean(flip) >= 0.9 and np.mean(bounded) <= 0.2
+
+
+def test_pool_streams_weights_streams_by_their_valid_images():
+    from conceptlab.analysis.turn_null import pool_streams
+
+    readings = np.array([[[0.2, 0.4]], [[0.8, np.nan]], [[0.5, 0.6]]])  # 3 streams, 1 checkpoint, 2 concepts
+    readings[1, 0, 1] = 0.9
+    valid = np.array([[1], [3], [0]])  # the third stream has no valid image: its reading is ignored
+    pooled, weights = pool_streams(readings, valid)
+    assert pooled[0] == pytest.approx([(0.2 + 3 * 0.8) / 4, (0.4 + 3 * 0.9) / 4])
+    assert weights[:, 0] == pytest.approx([0.25, 0.75, 0.0])
+    nan_unread = readings.copy()
+    nan_unread[2] = np.nan  # NaN where a stream had no valid image is allowed
+    assert pool_streams(nan_unread, valid)[0] == pytest.approx(pooled)
+    with pytest.raises(ValueError, match="finite reading"):
+        pool_streams(np.full((2, 1, 2), np.nan), np.array([[1], [1]]))
+    with pytest.raises(ValueError, match="no valid image"):
+        pool_streams(readings, np.zeros((3, 1), dtype=int))
+    with pytest.raises(ValueError, match="integers"):
+        pool_streams(readings, np.array([[0.5], [1], [1]]))
+
+
+def test_sign_patterns_are_every_pattern_identity_first_or_random_beyond_the_exact_limit():
+    from conceptlab.analysis.turn_null import sign_patterns
+
+    rng = np.random.default_rng(0)
+    exact, is_exact = sign_patterns(3, 12, 0, rng)
+    assert is_exact and exact.shape == (8, 3) and (exact[0] == 1).all()
+    assert len({tuple(p) for p in exact}) == 8
+    drawn, is_exact = sign_patterns(14, 12, 99, rng)
+    assert not is_exact and drawn.shape == (100, 14) and (drawn[0] == 1).all()
+
+
+def test_stream_turn_test_is_undefined_with_too_few_streams_or_checkpoints_and_checks_input():
+    from conceptlab.analysis.turn_null import stream_turn_test
+
+    rng = np.random.default_rng(1)
+    readings, valid = _streams(_l_turn(), rng)
+    steps = 100.0 * np.arange(1, CHECKPOINTS + 1)
+    assert math.isnan(stream_turn_test(steps, readings[:4], valid[:4]).bow)  # 4 streams: level 1/8, not run
+    assert stream_turn_test(steps[:2], readings[:, :2], valid[:, :2]).patterns == 0
+    flat = np.full_like(readings, 0.5)
+    assert math.isnan(stream_turn_test(steps, flat, valid).bow_p)  # ends where it started
+    with pytest.raises(ValueError, match="steps must match"):
+        stream_turn_test(steps[:-1], readings, valid)
+    with pytest.raises(ValueError, match="alpha"):
+        stream_turn_test(steps, readings, valid, alpha=0)
+    shuffled = np.random.default_rng(2).permutation(CHECKPOINTS)  # order of checkpoints does not matter
+    assert stream_turn_test(steps[shuffled], readings[:, shuffled], valid[:, shuffled]) == stream_turn_test(
+        steps, readings, valid)
