@@ -6,8 +6,9 @@
     model       `models.unet.ModelConfig`
     diffusion   `models.processes.DiffusionConfig`
     train       `train.config.TrainConfig`
-    eval        `EvalConfig`: the fields every built-in study adds (`Study.eval_fields`), in study order; a plug-in
-                study's own fields are added for runs of its kind only
+    eval        `EvalConfig`: `noise_per_run` (`EvalBase`, every study's), then the fields every built-in study adds
+                (`Study.eval_fields`), in study order; a plug-in study's own fields are added for runs of its kind
+                only
 
 Each study's `complete_config` runs after validation (defaults for its sections, cross-section checks), and an
 eval section a study marks exclusive is refused for other data kinds. `RunConfig` is what is saved (resolved) as
@@ -18,7 +19,7 @@ The section classes are re-exported here for convenience.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, SerializeAsAny, ValidationError, ValidationInfo, create_model, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -69,10 +70,23 @@ def _fields(studies) -> dict[str, tuple[Any, Any]]:
     return fields
 
 
+class EvalBase(StrictConfig):
+    """What every `eval` section has, whatever the study: `noise_per_run`."""
+
+    added_fields: ClassVar[tuple[str, ...]] = ("noise_per_run",)
+    noise_per_run: bool = Field(
+        False,
+        description="draw every evaluation noise stream and evaluation sample from the run's own seed "
+        "(the section's seed · 1,000,003 + train.train_seed; `studies.base.eval_noise_seed`), so the runs of a sweep "
+        "over seeds are independent replicates of the evaluation too; off: every run of a preset draws the same",
+    )
+
+
 EvalConfig = create_model(
     "EvalConfig",
-    __base__=StrictConfig,
-    __doc__="Evaluation of checkpoints: the fields each study adds (its `eval_fields`), in study order. A study's "
+    __base__=EvalBase,
+    __doc__="Evaluation of checkpoints: `noise_per_run`, then the fields each study adds (its `eval_fields`), in "
+    "study order. A study's "
     "exclusive sections are filled with defaults for its data kind and refused for the others.",
     **_fields(builtin_studies()),
 )

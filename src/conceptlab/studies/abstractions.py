@@ -82,6 +82,7 @@ from conceptlab.studies.base import (
     StudyBase,
     Summary,
     due_checkpoints,
+    eval_noise_seed,
     once_each,
     random_init_model,
     untrained_model,
@@ -674,6 +675,9 @@ class AbstractionsStudy(StudyBase):
         classifier = classifier.to(next(model.parameters()).device)
         read = attribute_reader(classifier, dgp, a.batch_size)
         setup = {"classifier": time.perf_counter() - began}
+        # the measurements' noise and samples (not the classifier, trained once per data and seed, nor the data's own
+        # level sweeps in the summary) are the run's own with eval.noise_per_run
+        a = a.model_copy(update={"seed": eval_noise_seed(a.seed, cfg)})
         pieces: dict[str, Callable[[], pd.DataFrame | dict]] = {
             "conditional": lambda: conditional_accuracy(a, dgp, model, read),
             "mutual_information": lambda: mutual_information_table(a, dgp, model),

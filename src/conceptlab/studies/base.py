@@ -54,6 +54,21 @@ class DataProcess(Protocol):
     def describe(self) -> dict: ...
 
 
+RUN_SEED_STRIDE = 1_000_003  # seed · stride + train_seed differs for every (seed, train_seed < stride)
+
+
+def run_noise_seed(seed: int, cfg) -> int:
+    """`seed` made the run's own: seed · 1,000,003 + `train.train_seed`, so runs that differ only in their train
+    seed draw different streams."""
+    return seed * RUN_SEED_STRIDE + cfg.train.train_seed
+
+
+def eval_noise_seed(seed: int, cfg) -> int:
+    """The seed an evaluation noise stream or sample draws from: `seed` (every run of a preset draws the same), or
+    with `eval.noise_per_run` the run's own (`run_noise_seed`)."""
+    return run_noise_seed(seed, cfg) if getattr(cfg.eval, "noise_per_run", False) else seed
+
+
 @dataclass
 class MemoryNeeds:
     """What a study's data and evaluation will hold at their peaks, in bytes, estimated from the config alone.

@@ -38,6 +38,7 @@ from conceptlab.studies.base import (
     StepResult,
     StudyBase,
     Summary,
+    eval_noise_seed,
     read_step_tables,
 )
 from conceptlab.studies.emergence import (
@@ -276,7 +277,7 @@ def concept_space_measurement(cfg, dgp: ShapesDGP, model, probe) -> Measurement:
     bf16 = resolve_bf16(cfg.train.bf16, device)
 
     def concept_space(step: int) -> StepResult:
-        generator = torch.Generator(device=prompts.device).manual_seed(cfg.eval.eval_seed)
+        generator = torch.Generator(device=prompts.device).manual_seed(eval_noise_seed(cfg.eval.eval_seed, cfg))
         with autocast(bf16, device):
             images = model.sample(prompts, steps, generator, cfg.diffusion.guidance_scale, null_prompt)
         images = images.float().cpu()

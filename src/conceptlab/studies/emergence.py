@@ -45,7 +45,7 @@ from conceptlab.interventions import (
 from conceptlab.interventions.prompting import NaiveRepeats
 from conceptlab.store.files import read_parquet, read_tensors
 from conceptlab.store.run_folder import RunFolder
-from conceptlab.studies.base import Measurement, StepResult
+from conceptlab.studies.base import Measurement, StepResult, eval_noise_seed
 from conceptlab.train.checkpoints import load_checkpoint
 from conceptlab.train.precision import autocast, resolve_bf16
 from conceptlab.train.trainer import load_weights
@@ -118,8 +118,9 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
             state["context"] = intervention_context(cfg, dgp, model, _reference_model(cfg, model, checkpoints))
             state["interventions"] = (with_naive_repeats(interventions, targets, state["context"])
                                       if iv.matched_naive else interventions)
-        generator = torch.Generator(device=device).manual_seed(iv.seed)
-        noise_seed = iv.seed if iv.noise == "per_variant" else None
+        seed = eval_noise_seed(iv.seed, cfg)
+        generator = torch.Generator(device=device).manual_seed(seed)
+        noise_seed = seed if iv.noise == "per_variant" else None
         with autocast(bf16, device):
             table, images = evaluate_interventions(
                 model, state["interventions"], targets, state["context"], probe, iv.samples, steps, generator,

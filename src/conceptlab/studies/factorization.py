@@ -72,9 +72,11 @@ from conceptlab.studies.base import (
     StepResult,
     StudyBase,
     Summary,
-    read_step_tables,
+    eval_noise_seed,
     once_each,
     random_init_model,
+    read_step_tables,
+    run_noise_seed,
     untrained_model,
 )
 from conceptlab.train.precision import autocast, resolve_bf16
@@ -295,7 +297,7 @@ def copying_accuracy(cfg, dgp) -> pd.DataFrame:
     scored like a generation (same locator and tolerance). No network. Its held-out accuracy is what the tolerance
     grants a model that never leaves the training lattice: the bias-matched floor of an interpolation claim."""
     comp = cfg.eval.composition
-    regions = region_labels(dgp, comp.labels_per_region, comp.seed)
+    regions = region_labels(dgp, comp.labels_per_region, eval_noise_seed(comp.seed, cfg))
     copied = nearest_training_labels(dgp, torch.cat(list(regions.values())))
     return accuracy_rows(cfg, dgp, regions, dgp.render(copied), step=0)
 
@@ -303,13 +305,13 @@ def copying_accuracy(cfg, dgp) -> pd.DataFrame:
 def run_geometry_seed(cfg) -> int:
     """A seed of the run's own for the geometry, from `geometry.seed` and `train.train_seed` (the encoding_map
     control's layer; with `geometry.noise_per_run` also the noise and homology subsample)."""
-    return cfg.eval.geometry.seed * 1_000_003 + cfg.train.train_seed
+    return run_noise_seed(cfg.eval.geometry.seed, cfg)
 
 
 def geometry_seed(cfg) -> int:
     """The seed of the geometry's noise and homology subsample: `geometry.seed`, or with `geometry.noise_per_run`
-    the run's own (`run_geometry_seed`)."""
-    return run_geometry_seed(cfg) if cfg.eval.geometry.noise_per_run else cfg.eval.geometry.seed
+    or `eval.noise_per_run` the run's own (`run_geometry_seed`)."""
+    return run_geometry_seed(cfg) if cfg.eval.geometry.noise_per_run else eval_noise_seed(cfg.eval.geometry.seed, cfg)
 
 
 def representation_cloud(cfg, dgp, model, labels: torch.Tensor):
@@ -626,12 +628,13 @@ class FactorizationStudy(StudyBase):
         if not checkpoints:
             raise RuntimeError(f"no checkpoints in {run.checkpoints}")
         final_step = checkpoints[-1][0]
-        regions = region_labels(dgp, comp.labels_per_region, comp.seed)
+        comp_seed = eval_noise_seed(comp.seed, cfg)
+        regions = region_labels(dgp, comp.labels_per_region, comp_seed)
         all_labels = torch.cat(list(regions.values()))
         grid = grid_sublattice(refine_grid(dgp.grid_labels(), geo.label_density, dgp.period), geo.labels)
 
         def composition(step: int) -> StepResult:
-            generator = torch.Generator(device=next(model.parameters()).device).manual_seed(comp.seed)
+            generator = torch.Generator(device=next(model.parameters()).device).manual_seed(comp_seed)
             images = generate(cfg, model, all_labels, generator, dgp)
             table = accuracy_rows(cfg, dgp, regions, images, step)
             kept, start = {}, 0

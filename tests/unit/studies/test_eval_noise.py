@@ -1,0 +1,109 @@
+"""`eval.noise_per_run`: every evaluation noise stream and sample of a run drawn from its own seed, so replicates of a
+sweep over seeds are independent draws of the evaluation too; off (the default, as before the switch) every run of
+a preset draws the same."""
+
+import pytest
+import torch
+
+from conceptlab.experiments.loading import load_config
+from conceptlab.studies import build_data
+from conceptlab.studies.base import RUN_SEED_STRIDE, eval_noise_seed, run_noise_seed
+
+
+class _Drawn(Exception):
+    """Raised by the fake model's sampler with the first numbers its generator draws."""
+
+
+class _FakeModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    def sample(self, prompts, steps, generator, *args, **kwargs):
+        raise _Drawn(torch.rand(4, generator=generator))
+
+
+def _concept_space_draw(overrides):
+    from conceptlab.studies.concept_space import concept_space_measurement
+
+    cfg = load_config("hidden-emergence-tiny", overrides)
+    measurement = concept_space_measurement(cfg, build_data(cfg.data), _FakeModel(), probe=None)
+    with pytest.raises(_Drawn) as drawn:
+        measurement.measure(100)
+    return drawn.value.args[0]
+
+
+def test_eval_noise_seed_is_the_sections_seed_or_the_runs_own():
+    off = load_config("hidden-emergence-tiny", ["train.train_seed=7"])
+    on = load_config("hidden-emergence-tiny", ["train.train_seed=7", "eval.noise_per_run=true"])
+    assert eval_noise_seed(3, off) == 3
+    assert eval_noise_seed(3, on) == run_noise_seed(3, on) == 3 * RUN_SEED_STRIDE + 7
+    # at its default the switch is left out of the saved config, so earlier runs keep their ids
+    assert "noise_per_run" not in off.model_dump()["eval"]
+    assert on.model_dump()["eval"]["noise_per_run"] is True
+
+
+def test_concept_space_generations_draw_per_run_noise_only_with_the_switch():
+    shared = [_concept_space_draw([f"train.train_seed={s}"]) for s in (100, 101)]
+    assert torch.equal(shared[0], shared[1])  # one draw per preset
+    own = [_concept_space_draw([f"train.train_seed={s}", "eval.noise_per_run=true"]) for s in (100, 101, 100)]
+    assert not torch.equal(own[0], own[1]) and torch.equal(own[0], own[2])  # each run its own, reproducibly
+
+
+def test_composition_labels_and_copying_floor_follow_the_runs_own_seed(monkeypatch):
+    from conceptlab.studies import factorization
+    from conceptlab.studies.factorization import copying_accuracy, geometry_seed
+
+    shared = [load_config("bumps-micro", [f"train.train_seed={s}"]) for s in (100, 101)]
+    own = [load_config("bumps-micro", [f"train.train_seed={s}", "eval.noise_per_run=true"]) for s in (100, 101)]
+    assert geometry_seed(shared[0]) == geometry_seed(shared[1])
+    assert geometry_seed(own[0]) != geometry_seed(own[1])  # the general switch also reaches the geometry
+    drawn = []
+    real = factorization.region_labels
+    monkeypatch.setattr(factorization, "region_labels", lambda dgp, n, seed: drawn.append(seed) or real(dgp, n, seed))
+    tables = [copying_accuracy(c, build_data(c.data)) for c in shared + own]
+    comp = shared[0].eval.composition.seed
+    assert drawn == [comp, comp, comp * RUN_SEED_STRIDE + 100, comp * RUN_SEED_STRIDE + 101]
+    assert tables[0].equals(tables[1])  # one sample of labels per preset
+
+
+def test_abstractions_measurements_read_the_runs_own_seed(monkeypatch):
+    from conceptlab.studies import abstractions
+
+    seen = []
+    monkeypatch.setattr(abstractions, "load_classifier", lambda cfg, dgp: (torch.nn.Linear(1, 1), {}))
+    monkeypatch.setattr(abstractions, "attribute_reader", lambda classifier, dgp, batch_size: None)
+    monkeypatch.setattr(abstractions, "conditional_accuracy", lambda a, dgp, model, read: seen.append(a.seed) or {})
+
+    class _Run:
+        def list_checkpoints(self):
+            return [(100, None)]
+
+    for overrides in ([], ["eval.noise_per_run=true"]):
+        cfg = load_config("abstractions-micro", ["train.train_seed=5", *overrides])
+        evaluation = abstractions.STUDY.evaluation(cfg, None, _FakeModel(), _Run(), None, None)
+        evaluation.measurements[0].measure(100)
+    base = load_config("abstractions-micro", []).eval.abstractions.seed
+    assert seen == [base, base * RUN_SEED_STRIDE + 5]
+
+
+def test_intervention_streams_draw_from_the_runs_own_seed(monkeypatch):
+    from conceptlab.studies import emergence
+
+    seen = []
+
+    def evaluate(model, interventions, targets, context, probe, n, steps, generator, max_batch, noise_seed):
+        seen.append((generator.initial_seed(), noise_seed))
+        raise _Drawn()
+
+    monkeypatch.setattr(emergence, "intervention_context", lambda cfg, dgp, model, reference: None)
+    monkeypatch.setattr(emergence, "_reference_model", lambda cfg, model, checkpoints: None)
+    monkeypatch.setattr(emergence, "with_naive_repeats", lambda interventions, targets, context: interventions)
+    monkeypatch.setattr(emergence, "evaluate_interventions", evaluate)
+    for overrides in ([], ["eval.noise_per_run=true"]):
+        cfg = load_config("hidden-emergence-tiny", ["train.train_seed=9", *overrides])
+        measurement = emergence.intervention_measurement(cfg, build_data(cfg.data), _FakeModel(), None, [])
+        with pytest.raises(_Drawn):
+            measurement.measure(100)
+    base = load_config("hidden-emergence-tiny", []).eval.interventions.seed
+    assert seen == [(base, base), (base * RUN_SEED_STRIDE + 9, base * RUN_SEED_STRIDE + 9)]
