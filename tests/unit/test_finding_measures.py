@@ -119,12 +119,12 @@ def test_straight_path_turn_reads_the_trajectory_and_its_null_per_seed(tmp_path)
 
 
 def _streams_run(tmp_path, name: str, seed: int, path, streams: int = 5, n: int = 24, flip_size: bool = False,
-                 valid=None) -> RunRecord:
+                 valid=None, spread: float = 0.03) -> RunRecord:
     """A run folder whose interventions table holds naive prompting of target 11 on `streams` noise streams, each
     stream reading `path` plus its own offset, the same at every checkpoint (a stream reuses its noise)."""
     rng = np.random.default_rng(seed)
     rows = []
-    offsets = rng.normal(0, 0.03, size=(streams, 2))
+    offsets = rng.normal(0, spread, size=(streams, 2))
     for i, (color, size) in enumerate(path):
         for s in range(streams):
             c, z = np.clip(np.array([color, size]) + offsets[s], 0, 1)
@@ -148,14 +148,22 @@ def test_replicate_stream_turn_pools_every_naive_stream_and_reads_its_sign_flip_
     runs = [_streams_run(tmp_path, "turn", 100, l_turn), _streams_run(tmp_path, "line", 101, line)]
     observed = replicate_stream_turn(runs, part="observed")
     critical = replicate_stream_turn(runs, part="critical")
+    p, level = replicate_stream_turn(runs, part="p"), replicate_stream_turn(runs, part="level")
     assert observed[100] > 0.5 and observed[100] > critical[100]  # the L bows beyond its streams' noise
-    assert observed[101] < 0.05 and not observed[101] > critical[101]  # the line does not
+    assert p[100] <= level[100] == pytest.approx(1 / 16)
+    assert observed[101] < 0.05 and not observed[101] > critical[101] and p[101] > level[101]  # the line does not
+    # identical straight streams: p = 1, so the criterion (p ≤ level) fails, as it must (bow 0 ties critical 0)
+    flat = _streams_run(tmp_path, "flat", 106, line, spread=0.0)
+    assert replicate_stream_turn([flat], part="p") == {106: 1.0}
     # an axis whose target value is 0 is read as 1 − p: target 10's size reads 1 − p_size
     flipped = _streams_run(tmp_path, "flipped", 102, l_turn, flip_size=True)
     table = pd.read_parquet(flipped.folder / "interventions.parquet")
     table.loc[table["target"] == "11", "target"] = "10"
     table.to_parquet(flipped.folder / "interventions.parquet")
-    assert replicate_stream_turn([flipped], target="10") == pytest.approx({102: observed[100]}, abs=0.05)
+    stored = table[(table["target"] == "10") & (table["stream"] == 0)].sort_values("step")
+    readings = _stream_readings(flipped.folder, "10", 0.0)[1]
+    assert readings[0, :, 0] == pytest.approx(stored["p_color"].to_numpy())
+    assert readings[0, :, 1] == pytest.approx(1 - stored["p_size"].to_numpy())
     # checkpoints with under 25% valid images are left out
     sparse = _streams_run(tmp_path, "sparse", 103, l_turn, valid=[0.2, 1, 1, 1, 1, 1, 1])
     assert list(_stream_readings(sparse.folder, "11", 0.25)[0]) == [200.0, 300.0, 400.0, 500.0, 600.0, 700.0]

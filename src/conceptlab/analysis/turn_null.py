@@ -29,9 +29,10 @@ checkpoint, against 8 in the concept-space table), a sharper test measures the n
 - `stream_turn_test(steps, readings, valid, alpha)`: a sign-flip randomization test. Each stream's deviation from the
   pooled path's straight path is flipped as a whole (one sign per stream, so the correlation a stream's reused noise
   gives its checkpoints is kept); a turn every stream shares does not survive mixed signs. It passes when the pooled
-  bow exceeds all but a share α of the patterns (2 / patterns when larger: the pooled path and its mirror tie, so
-  with 5 streams the level is 1/16). Approximate, as the straight path is estimated from the pooled path; simulated
-  straight paths with stream-correlated noise pass at about the level (tests/unit).
+  bow exceeds all but a share α of the patterns (2 / patterns when larger: the pooled path's mirror, its deviation
+  with every sign flipped, bows as far when no progress is clipped, so with 5 streams the level is 1/16).
+  Approximate, as the straight path is estimated from the pooled path; simulated straight paths with
+  stream-correlated noise pass at about the level (6–7.5% at a level of 6.25%; tests/unit).
 
 The detector's own angle is not tested: on a nearly one-dimensional path every reversal is close to 180°, the null's
 as much as the observed one, so its null says nothing (tried and dropped, docs/findings-suite.md). Pure functions on
@@ -201,12 +202,14 @@ def stream_turn_test(steps: np.ndarray, readings: np.ndarray, valid: np.ndarray,
     the sign of a stream's whole deviation — one sign per stream, so its correlation over checkpoints (a stream
     reuses its noise at every checkpoint) is kept — leaves their distribution unchanged; a turn shared by every
     stream is not symmetric, and mixed signs cancel it. The null bows are those of S plus every sign pattern's
-    weighted mean deviation (the identity pattern gives P itself, its mirror 2S − P the same bow), the p-value the
-    share of patterns whose bow is ≥ P's. The test passes when P's bow exceeds `bow_critical`, i.e. p ≤ the level:
-    α, or 2 / patterns when that is larger, since P and its mirror always tie (with 5 streams, 32 patterns, the
-    level is 1/16 and P must bow further than all 30 others). Random patterns (identity kept) when streams >
-    `max_exact`. Measured noise, not the bound `turn_test` draws from, so it is sharper; S is estimated from P, which
-    makes it approximate (simulated straight paths pass at or below the level, tests/unit). NaN with fewer than
+    weighted mean deviation (the identity pattern gives P itself), the p-value the share of patterns whose bow is
+    ≥ P's. The test passes when p ≤ the level (equivalently, P's bow exceeds `bow_critical`): α, or 2 / patterns
+    when that is larger. The mirror 2S − P bows as far as P where S's progress is not clipped (where it is, it
+    bows further or less), so a level of 1 / patterns would often be unreachable; at 2 / patterns the test stays
+    valid under sign-flip symmetry either way (with 5 streams, 32 patterns: level 1/16, P among the 2 furthest).
+    Random patterns (identity kept) when streams > `max_exact`. Measured noise, not the bound `turn_test` draws
+    from, so it is sharper; S is estimated from P, which makes it approximate (simulated straight paths pass at
+    6–7.5% against a level of 6.25%; tests/unit). NaN with fewer than
     `min_streams` streams, fewer than three checkpoints or a path that ends where it started."""
     steps = np.asarray(steps, dtype=float)
     readings, valid = _as_streams(readings, valid)
@@ -232,7 +235,7 @@ def stream_turn_test(steps: np.ndarray, readings: np.ndarray, valid: np.ndarray,
     bow = chord_bow(pooled)
     n = len(signs)
     level = max(alpha, 2.0 / n)
-    allowed = max(2, math.floor(alpha * n + 1e-9))  # patterns allowed at or above P's bow, P and its mirror among them
+    allowed = max(2, math.floor(alpha * n + 1e-9))  # patterns allowed at or above P's bow, P itself among them
     tie = 1e-12 * max(1.0, bow)  # the identity pattern recomputes P's bow up to rounding
     p = float((null_bow >= bow - tie).mean())
     critical = float(np.sort(null_bow)[::-1][min(allowed, n - 1)])

@@ -77,7 +77,7 @@ class EvalBase(StrictConfig):
     noise_per_run: bool = Field(
         False,
         description="draw every evaluation noise stream and evaluation sample from the run's own seed "
-        "(the section's seed · 1,000,003 + train.train_seed; `studies.base.eval_noise_seed`), so the runs of a sweep "
+        "(a hash of the section's seed and train.train_seed; `studies.base.eval_noise_seed`), so the runs of a sweep "
         "over seeds are independent replicates of the evaluation too; off: every run of a preset draws the same",
     )
 

@@ -31,16 +31,28 @@ import pandas as pd
 
 from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
 from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, summarize_gaps
-from conceptlab.experiments.loading import load_config
+from conceptlab.experiments.loading import ConfigError, load_config
+from conceptlab.experiments.sweep import MANIFEST, read_manifest
 from conceptlab.report.save import save_figure
 from conceptlab.store.files import read_parquet, write_parquet
 from conceptlab.store.run_folder import SUMMARY, RunFolder
 
 
 def _runs_with_emergence(root: Path) -> list[Path]:
+    """Finished runs with emergence results under `root`; in a sweep folder only the runs its manifest lists (a sweep
+    whose spec changed keeps its earlier runs beside the new ones, which must not be pooled with them; a manifest
+    without a readable run list restricts nothing)."""
+    listed = None
+    if (Path(root) / MANIFEST).is_file():
+        try:
+            listed = {entry["run_id"] for entry in read_manifest(Path(root))["runs"]}
+        except ConfigError:  # not a manifest this report can read: every run under the folder, as before
+            listed = None
     found = []
     for summary in sorted(Path(root).rglob(SUMMARY)):
         run = RunFolder(summary.parent)
+        if listed is not None and run.root.name not in listed:
+            continue
         if run.config.is_file() and "emergence" in run.read_summary():
             found.append(run.root)
     return found

@@ -15,7 +15,7 @@
   redrawn at the run's sampling resolution
   (`analysis.turn_null`): the null of the memorization-then-turn finding.
 - `replicate_stream_turn(runs, target, part, ...)` (a `compute` value): per seed, the bow of the held-out prompt's
-  naive trajectory pooled over every naive noise stream or, as its control, the critical bow of a sign-flip test on
+  naive trajectory pooled over every naive noise stream, the critical bow, p-value and level of a sign-flip test on
   the streams' deviations (`analysis.turn_null.stream_turn_test`): the sharper null, where a run has ≥ 5 streams.
 - `independent_sigmoids_r2(runs, target)` (a `compute` value): per seed, R² of the gated flow's parameter-matched
   null (`analysis.phenomenology.fit_independent_sigmoids`) on the held-out prompt's naive trajectory.
@@ -336,17 +336,20 @@ def _stream_turn_test(folder: str, stamp: float, target: str, alpha: float, seed
 
 def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed", alpha: float = 0.05,
                           seed: int = 0) -> dict[int, Any]:
-    """Per seed: the bow from its chord of the target's naive trajectory pooled over every naive noise stream of the
-    interventions table (`part` "observed"), or, as its control, the critical bow of a sign-flip test that flips each
-    stream's deviation from the pooled path's straight path (`part` "critical"; `analysis.turn_null.stream_turn_test`
-    at level `alpha`, or 2 / 2^streams when that is larger). Checkpoints whose pooled valid images are under 25% of
-    those generated are left out, as for `straight_path_turn`. Not measured when the run lacks the table or the
-    target; None when the test is undefined (fewer than 5 streams or 3 checkpoints, or a path ending where it
-    started). `seed` + the run's seed draws random patterns only beyond 12 streams."""
+    """Per seed, from a sign-flip test that flips each naive stream's deviation from the pooled path's straight path
+    (`analysis.turn_null.stream_turn_test` at level `alpha`, or 2 / 2^streams when that is larger): `part`
+    "observed", the bow from its chord of the target's naive trajectory pooled over every naive noise stream of the
+    interventions table; "critical", the bow it must exceed; "p", the test's p-value; "level", the level it is run
+    at. A criterion reads p against level (p ≤ level is the test's decision; bow against critical would pass a tie,
+    e.g. a bow of 0 against a critical 0). Checkpoints whose pooled valid images are under 25% of those generated
+    are left out, as for `straight_path_turn`. Not measured when the run lacks the table or the target; None when
+    the test is undefined (fewer than 5 streams or 3 checkpoints, or a path ending where it started). `seed` + the
+    run's seed draws random patterns only beyond 12 streams."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
-    if part not in ("observed", "critical"):
-        raise ValueError(f"part must be 'observed' or 'critical', got {part!r}")
+    parts = {"observed": "bow", "critical": "bow_critical", "p": "bow_p", "level": "level"}
+    if part not in parts:
+        raise ValueError(f"part must be one of {sorted(parts)}, got {part!r}")
     out: dict[int, Any] = {}
     for r in runs:
         path = None if r.folder is None else RunFolder(r.folder).table("interventions")
@@ -358,7 +361,7 @@ def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed"
         if test is NOT_MEASURED:
             out[r.seed] = test
             continue
-        x = test.bow if part == "observed" else test.bow_critical
+        x = getattr(test, parts[part])
         out[r.seed] = None if math.isnan(x) else float(x)
     return out
 

@@ -76,7 +76,6 @@ from conceptlab.studies.base import (
     once_each,
     random_init_model,
     read_step_tables,
-    run_noise_seed,
     untrained_model,
 )
 from conceptlab.train.precision import autocast, resolve_bf16
@@ -163,7 +162,8 @@ class GeometryConfig(StrictConfig):
     noise_per_run: bool = Field(
         False, description="draw the forward pass's noise and the homology subsample from `seed` and the run's "
         "train_seed (`geometry_seed`), so replicate runs read their networks' clouds through their own draw; false: "
-        "one draw per preset, shared by every run. (One ε is shared by every label, so the pixels control only "
+        "one draw per preset, shared by every run, unless `eval.noise_per_run` (which makes every evaluation draw "
+        "the run's own) is on. (One ε is shared by every label, so the pixels control only "
         "moves as a whole: its geometry is the data's for any draw, up to rounding.)",
     )
 
@@ -305,13 +305,16 @@ def copying_accuracy(cfg, dgp) -> pd.DataFrame:
 def run_geometry_seed(cfg) -> int:
     """A seed of the run's own for the geometry, from `geometry.seed` and `train.train_seed` (the encoding_map
     control's layer; with `geometry.noise_per_run` also the noise and homology subsample)."""
-    return run_noise_seed(cfg.eval.geometry.seed, cfg)
+    return cfg.eval.geometry.seed * 1_000_003 + cfg.train.train_seed  # kept: the recorded runs were drawn with it
 
 
 def geometry_seed(cfg) -> int:
-    """The seed of the geometry's noise and homology subsample: `geometry.seed`, or with `geometry.noise_per_run`
-    or `eval.noise_per_run` the run's own (`run_geometry_seed`)."""
-    return run_geometry_seed(cfg) if cfg.eval.geometry.noise_per_run else eval_noise_seed(cfg.eval.geometry.seed, cfg)
+    """The seed of the geometry's noise and homology subsample: `geometry.seed`; with `geometry.noise_per_run` the
+    run's own by `run_geometry_seed` (its formula, kept for the runs recorded with it); else with `eval.noise_per_run`
+    the run's own by `studies.base.eval_noise_seed`."""
+    if cfg.eval.geometry.noise_per_run:
+        return run_geometry_seed(cfg)
+    return eval_noise_seed(cfg.eval.geometry.seed, cfg)
 
 
 def representation_cloud(cfg, dgp, model, labels: torch.Tensor):

@@ -186,3 +186,31 @@ def test_stream_turn_test_is_undefined_with_too_few_streams_or_checkpoints_and_c
     shuffled = np.random.default_rng(2).permutation(CHECKPOINTS)  # order of checkpoints does not matter
     assert stream_turn_test(steps[shuffled], readings[:, shuffled], valid[:, shuffled]) == stream_turn_test(
         steps, readings, valid)
+
+
+def test_stream_turn_test_weights_streams_by_their_valid_images_and_counts_the_pooled_path_itself():
+    """One stream with every valid image carries a turn; four with one valid image each (and NaN where they have
+    none) run straight. Weighted by valid images the pooled path is nearly the turned stream, and the identity sign
+    pattern reproduces it exactly, so p ≥ 1/32 (a version weighting streams equally would put the identity pattern's
+    path near the straight ones and give p = 0)."""
+    from conceptlab.analysis.turn_null import pool_streams, stream_turn_test
+
+    steps = 100.0 * np.arange(1, CHECKPOINTS + 1)
+    straight = straight_path(_l_turn())
+    readings = np.stack([_l_turn()] + [straight] * 4)
+    valid = np.array([[24] * CHECKPOINTS] + [[1] * CHECKPOINTS] * 4)
+    valid[1:, 3] = 0
+    readings[1:, 3] = np.nan
+    test = stream_turn_test(steps, readings, valid)
+    assert test.bow == pytest.approx(chord_bow(pool_streams(readings, valid)[0]))
+    assert test.bow > 0.5 and test.bow_p >= 1 / 32
+
+
+def test_identical_straight_streams_do_not_pass():
+    """No noise and no turn: every pattern bows 0, p = 1, and `bow > bow_critical` fails (a tie is not a pass)."""
+    from conceptlab.analysis.turn_null import stream_turn_test
+
+    steps = 100.0 * np.arange(1, CHECKPOINTS + 1)
+    readings = np.stack([straight_path(_l_turn())] * STREAMS)
+    test = stream_turn_test(steps, readings, np.full((STREAMS, CHECKPOINTS), PER_STREAM))
+    assert test.bow_p == 1.0 and not test.bow > test.bow_critical and test.bow_p > test.level

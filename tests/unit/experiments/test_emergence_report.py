@@ -142,3 +142,15 @@ def test_report_says_memorization_vs_turn_is_untested_when_no_run_memorized(tmp_
     result = CliRunner().invoke(app, ["emergence-report", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "untested (no run had both a memorization phase and a turn)" in " ".join(result.output.split())
+
+
+def test_a_sweep_folder_reports_only_the_runs_its_manifest_lists(tmp_path):
+    """After a sweep's spec changed (new run ids), its folder keeps the earlier runs beside the new ones: the report
+    must read the manifest's runs only, not pool both generations of the same seeds."""
+    for seed, values in SEEDS.items():
+        _fake_run(tmp_path / f"new{seed}", seed, *values)
+        _fake_run(tmp_path / f"old{seed}", seed, *values)  # the same seeds under the spec's earlier run ids
+    write_json(tmp_path / "manifest.json", {"runs": [{"run_id": f"new{seed}", "values": {}} for seed in SEEDS]})
+    verdicts = emergence_report(tmp_path)
+    assert verdicts["seeds"] == len(SEEDS)
+    assert sorted(row["seed"] for row in verdicts["targets"]["11"]["per_seed"]) == sorted(SEEDS)

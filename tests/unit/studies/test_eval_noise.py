@@ -7,7 +7,7 @@ import torch
 
 from conceptlab.experiments.loading import load_config
 from conceptlab.studies import build_data
-from conceptlab.studies.base import RUN_SEED_STRIDE, eval_noise_seed, run_noise_seed
+from conceptlab.studies.base import eval_noise_seed, run_noise_seed
 
 
 class _Drawn(Exception):
@@ -37,7 +37,11 @@ def test_eval_noise_seed_is_the_sections_seed_or_the_runs_own():
     off = load_config("hidden-emergence-tiny", ["train.train_seed=7"])
     on = load_config("hidden-emergence-tiny", ["train.train_seed=7", "eval.noise_per_run=true"])
     assert eval_noise_seed(3, off) == 3
-    assert eval_noise_seed(3, on) == run_noise_seed(3, on) == 3 * RUN_SEED_STRIDE + 7
+    assert eval_noise_seed(3, on) == run_noise_seed(3, on) != 3
+    # a hash, not seed · k + train_seed: at seed 0 with small offsets added (as the call sites do) runs never share
+    seeds = {eval_noise_seed(0, load_config("hidden-emergence-tiny", [f"train.train_seed={t}", "eval.noise_per_run=true"]))
+             + offset for t in range(100, 110) for offset in range(50)}
+    assert len(seeds) == 500 and max(seeds) < 2**63
     # at its default the switch is left out of the saved config, so earlier runs keep their ids
     assert "noise_per_run" not in off.model_dump()["eval"]
     assert on.model_dump()["eval"]["noise_per_run"] is True
@@ -63,7 +67,7 @@ def test_composition_labels_and_copying_floor_follow_the_runs_own_seed(monkeypat
     monkeypatch.setattr(factorization, "region_labels", lambda dgp, n, seed: drawn.append(seed) or real(dgp, n, seed))
     tables = [copying_accuracy(c, build_data(c.data)) for c in shared + own]
     comp = shared[0].eval.composition.seed
-    assert drawn == [comp, comp, comp * RUN_SEED_STRIDE + 100, comp * RUN_SEED_STRIDE + 101]
+    assert drawn == [comp, comp, run_noise_seed(comp, own[0]), run_noise_seed(comp, own[1])]
     assert tables[0].equals(tables[1])  # one sample of labels per preset
 
 
@@ -84,7 +88,7 @@ def test_abstractions_measurements_read_the_runs_own_seed(monkeypatch):
         evaluation = abstractions.STUDY.evaluation(cfg, None, _FakeModel(), _Run(), None, None)
         evaluation.measurements[0].measure(100)
     base = load_config("abstractions-micro", []).eval.abstractions.seed
-    assert seen == [base, base * RUN_SEED_STRIDE + 5]
+    assert seen == [base, run_noise_seed(base, load_config("abstractions-micro", ["train.train_seed=5"]))]
 
 
 def test_intervention_streams_draw_from_the_runs_own_seed(monkeypatch):
@@ -106,4 +110,5 @@ def test_intervention_streams_draw_from_the_runs_own_seed(monkeypatch):
         with pytest.raises(_Drawn):
             measurement.measure(100)
     base = load_config("hidden-emergence-tiny", []).eval.interventions.seed
-    assert seen == [(base, base), (base * RUN_SEED_STRIDE + 9, base * RUN_SEED_STRIDE + 9)]
+    own = run_noise_seed(base, load_config("hidden-emergence-tiny", ["train.train_seed=9"]))
+    assert seen == [(base, base), (own, own)]
