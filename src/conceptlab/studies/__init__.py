@@ -29,6 +29,7 @@ from conceptlab.studies.base import (
     StudyBase,
     Summary,
     due_checkpoints,
+    eval_noise_seed,
     read_step_tables,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "build_data",
     "builtin_studies",
     "due_checkpoints",
+    "eval_noise_seed",
     "read_step_tables",
     "study_for",
 ]

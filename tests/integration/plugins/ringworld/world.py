@@ -12,7 +12,8 @@ from pydantic import Field
 from conceptlab.config_base import DataSection, StrictConfig
 from conceptlab.data.labelled import LabelledImages
 from conceptlab.models.unet import check_image_size
-from conceptlab.studies import Evaluation, Measurement, StepResult, StudyBase, Summary, read_step_tables
+from conceptlab.studies import (Evaluation, Measurement, StepResult, StudyBase, Summary, eval_noise_seed,
+                                read_step_tables)
 
 
 class RingDataConfig(DataSection):
@@ -96,7 +97,7 @@ class RingStudy(StudyBase):
         prompts = dgp.make_prompt(theta)
 
         def measure(step: int) -> StepResult:
-            generator = torch.Generator().manual_seed(ring.seed)
+            generator = torch.Generator().manual_seed(eval_noise_seed(ring.seed, cfg))  # eval.noise_per_run
             images = model.sample(prompts, cfg.diffusion.sample_steps, generator).float()
             error = angular_error_deg(read_angle(images), theta)
             rows = pd.DataFrame({"step": step, "angle": theta.numpy(), "error_deg": error.numpy(),
