@@ -13,7 +13,6 @@ or from any [T, N, ...] stack, e.g. `hooks.run_with_cache` over a sampler, with 
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 

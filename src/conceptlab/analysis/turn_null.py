@@ -133,7 +133,6 @@ def turn_test(steps: np.ndarray, points: np.ndarray, counts: np.ndarray, draws: 
     return TurnTest(bow, float(np.quantile(null_bow, 0.95)), (1 + int((null_bow >= bow).sum())) / (draws + 1), draws)
 
 
-
 @dataclass(frozen=True)
 class StreamTurnTest:
     """The pooled trajectory's chord bow; the critical bow it must exceed (the largest null bow that the level

@@ -272,23 +272,32 @@ def straight_path_turn(runs: list, target: str = "11", part: str = "observed", d
     Checkpoints read from fewer than max(2, 25% of the generations) valid images are left out (one image's reading
     would anchor the chord). Not measured when the run lacks its concept-space table or the target; None when the
     test is undefined (fewer than three checkpoints left, or a path that ends where it started)."""
+    parts = {"observed": "bow", "null_q95": "bow_null_q95"}
+    if part not in parts:
+        raise ValueError(f"part must be 'observed' or 'null_q95', got {part!r}")
+    return _test_part(runs, "concept_space", _turn_test, parts[part], str(target), int(draws), seed=seed)
+
+
+def _test_part(runs: list, table: str, cached_test, attribute: str, *args, seed: int) -> dict[int, Any]:
+    """Per seed: `attribute` of `cached_test(folder, the table's mtime, *args, seed + the run's seed)` (a cached
+    per-run test; None where its value is NaN); not measured when the run lacks `table`, the test's own None or
+    NOT_MEASURED passed on."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
-    if part not in ("observed", "null_q95"):
-        raise ValueError(f"part must be 'observed' or 'null_q95', got {part!r}")
     out: dict[int, Any] = {}
     for r in runs:
-        path = None if r.folder is None else RunFolder(r.folder).table("concept_space")
+        path = None if r.folder is None else RunFolder(r.folder).table(table)
         if path is None or not path.is_file():
             out[r.seed] = NOT_MEASURED
             continue
-        test = _turn_test(str(r.folder), path.stat().st_mtime, str(target), int(draws), int(seed) + int(r.seed))
+        test = cached_test(str(r.folder), path.stat().st_mtime, *args, int(seed) + int(r.seed))
         if test is None or test is NOT_MEASURED:
             out[r.seed] = test
             continue
-        x = test.bow if part == "observed" else test.bow_null_q95
+        x = getattr(test, attribute)
         out[r.seed] = None if math.isnan(x) else float(x)
     return out
+
 
 def _stream_readings(folder, target: str, min_valid: float) -> Any:
     """(steps, readings [streams, steps, concepts] oriented so 1 is the target's value, valid images [streams,
@@ -345,25 +354,10 @@ def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed"
     are left out, as for `straight_path_turn`. Not measured when the run lacks the table or the target; None when
     the test is undefined (fewer than 5 streams or 3 checkpoints, or a path ending where it started). `seed` + the
     run's seed draws random patterns only beyond 12 streams."""
-    from conceptlab.analysis.finding_criteria import NOT_MEASURED
-
     parts = {"observed": "bow", "critical": "bow_critical", "p": "bow_p", "level": "level"}
     if part not in parts:
         raise ValueError(f"part must be one of {sorted(parts)}, got {part!r}")
-    out: dict[int, Any] = {}
-    for r in runs:
-        path = None if r.folder is None else RunFolder(r.folder).table("interventions")
-        if path is None or not path.is_file():
-            out[r.seed] = NOT_MEASURED
-            continue
-        test = _stream_turn_test(str(r.folder), path.stat().st_mtime, str(target), float(alpha),
-                                 int(seed) + int(r.seed))
-        if test is NOT_MEASURED:
-            out[r.seed] = test
-            continue
-        x = getattr(test, parts[part])
-        out[r.seed] = None if math.isnan(x) else float(x)
-    return out
+    return _test_part(runs, "interventions", _stream_turn_test, parts[part], str(target), float(alpha), seed=seed)
 
 
 def _copying(r, region: str, metric: str) -> Any:

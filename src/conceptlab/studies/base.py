@@ -66,7 +66,7 @@ def run_noise_seed(seed: int, cfg) -> int:
 def eval_noise_seed(seed: int, cfg) -> int:
     """The seed an evaluation noise stream or sample draws from: `seed` (every run of a preset draws the same), or
     with `eval.noise_per_run` the run's own (`run_noise_seed`)."""
-    return run_noise_seed(seed, cfg) if getattr(cfg.eval, "noise_per_run", False) else seed
+    return run_noise_seed(seed, cfg) if cfg.eval.noise_per_run else seed
 
 
 @dataclass
