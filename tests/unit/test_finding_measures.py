@@ -177,6 +177,35 @@ def test_replicate_stream_turn_pools_every_naive_stream_and_reads_its_sign_flip_
         replicate_stream_turn(runs, part="null_q95")
 
 
+def test_checkpoint_noise_turn_reads_the_pooled_streams_and_does_not_call_a_one_checkpoint_swing_a_turn(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+    from conceptlab.experiments.finding_measures import checkpoint_noise_turn
+
+    rng = np.random.default_rng(0)
+    n = 12
+    wobble = rng.normal(0, 0.02, (n, 2))  # the network's own noise: every stream of a checkpoint shares it
+    line = np.linspace([0.1, 0.1], [0.9, 0.9], n) + wobble
+    l_turn = np.concatenate([np.linspace([0.1, 0.1], [0.1, 0.9], 5), np.linspace([0.1, 0.9], [0.9, 0.9], n - 5)])
+    swung = line.copy()
+    swung[6] = [0.05, 0.95]  # far off the diagonal at one checkpoint only
+    runs = [_streams_run(tmp_path, "turn", 100, np.clip(l_turn + wobble, 0, 1), streams=2),
+            _streams_run(tmp_path, "line", 101, np.clip(line, 0, 1), streams=2),
+            _streams_run(tmp_path, "swung", 102, np.clip(swung, 0, 1), streams=2)]
+    p = checkpoint_noise_turn(runs, part="p")
+    observed, null = checkpoint_noise_turn(runs, part="observed"), checkpoint_noise_turn(runs, part="null_q95")
+    assert p[100] <= 0.05 and observed[100] > null[100] and observed[100] > 0.4  # the L holds its bow
+    assert p[101] > 0.05 and p[102] > 0.05  # a line, and a line with one swing, do not pass
+    assert checkpoint_noise_turn(runs, part="p", hold=1)[102] <= 0.05  # without the hold the swing would
+    assert checkpoint_noise_turn(runs, part="p") == p  # the null's stream is fixed per seed
+    short = _streams_run(tmp_path, "short", 103, l_turn[:4], streams=2)
+    assert checkpoint_noise_turn([short]) == {103: None}  # 4 checkpoints: undefined
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert checkpoint_noise_turn([RunRecord("e", 104, {}, {}, empty)]) == {104: NOT_MEASURED}
+    with pytest.raises(ValueError, match="part"):
+        checkpoint_noise_turn(runs, part="level")
+
+
 def _bump_run(tmp_path, seed: int, low: float, high: float, accuracy: float) -> RunRecord:
     from conceptlab.experiments.loading import config_to_yaml, load_config
 

@@ -34,6 +34,14 @@ checkpoint, against 8 in the concept-space table), a sharper test measures the n
   Approximate, as the straight path is estimated from the pooled path; simulated straight paths with
   stream-correlated noise pass at about the level (6–7.5% at a level of 6.25%; tests/unit).
 
+Neither null covers the network's own noise: a network trained without an EMA of its weights moves between
+checkpoints by its optimizer's noise, a move every image and stream read there shares. For that:
+
+- `checkpoint_noise_turn_test(steps, points, hold)`: a studentized parametric bootstrap of a straight path with
+  independent Gaussian noise per checkpoint at the scale the path's own second differences imply
+  (`checkpoint_noise`), on the bow the path keeps for `hold` consecutive checkpoints (`sustained_bow`), so a swing
+  at one checkpoint is not a turn. Noise lasting `hold` checkpoints or more counts as signal.
+
 The detector's own angle is not tested: on a nearly one-dimensional path every reversal is close to 180°, the null's
 as much as the observed one, so its null says nothing (tried and dropped, docs/findings-suite.md). Pure functions on
 numpy arrays.
@@ -82,8 +90,8 @@ def straight_path(points: np.ndarray) -> np.ndarray | None:
     return start + progress[:, None] * direction
 
 
-def chord_bow(points: np.ndarray) -> float:
-    """The path's largest distance from its chord, the segment from its first to its last point (from that point
+def chord_distances(points: np.ndarray) -> np.ndarray:
+    """Each point's distance from the path's chord, the segment from its first to its last point (from that point
     when the path ends where it started)."""
     points = _as_path(points)
     start, end = points[0], points[-1]
@@ -91,9 +99,25 @@ def chord_bow(points: np.ndarray) -> float:
     length2 = float(direction @ direction)
     offsets = points - start
     if length2 < 1e-12:
-        return float(np.linalg.norm(offsets, axis=1).max())
+        return np.linalg.norm(offsets, axis=1)
     along = np.clip(offsets @ direction / length2, 0.0, 1.0)
-    return float(np.linalg.norm(offsets - along[:, None] * direction, axis=1).max())
+    return np.linalg.norm(offsets - along[:, None] * direction, axis=1)
+
+
+def chord_bow(points: np.ndarray) -> float:
+    """The path's largest distance from its chord (`chord_distances`)."""
+    return float(chord_distances(points).max())
+
+
+def sustained_bow(points: np.ndarray, hold: int = 2) -> float:
+    """The largest distance from the chord that the path keeps at `hold` consecutive checkpoints: the max over
+    windows of `hold` checkpoints of the window's smallest distance (`hold` 1 is `chord_bow`). A swing of one
+    checkpoint does not raise it; a turn the path stays in does."""
+    distances = chord_distances(points)
+    if hold < 1 or hold > distances.size:
+        raise ValueError(f"hold must be in [1, {distances.size}] (the checkpoints), got {hold}")
+    windows = np.lib.stride_tricks.sliding_window_view(distances, hold)
+    return float(windows.min(axis=1).max())
 
 
 def redraw_straight(points: np.ndarray, counts: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -241,3 +265,73 @@ def stream_turn_test(steps: np.ndarray, readings: np.ndarray, valid: np.ndarray,
     if critical >= bow - tie:  # a tie with P is not exceeded: `bow > bow_critical` exactly when p ≤ the level
         critical = max(critical, bow)
     return StreamTurnTest(bow, critical, p, n, exact, level, streams, checkpoints)
+
+
+@dataclass(frozen=True)
+class CheckpointNoiseTurnTest:
+    """The path's sustained bow (`sustained_bow`); the bow it must exceed (the null's 95th percentile of the studentized
+    bow, times the path's noise scale); the bootstrap p-value; the number of null draws; the checkpoint noise per
+    concept the null was drawn at; the checkpoints read."""
+
+    bow: float
+    bow_null_q95: float
+    bow_p: float
+    draws: int
+    sigma: tuple[float, ...]
+    checkpoints: int
+
+
+def checkpoint_noise(points: np.ndarray) -> np.ndarray:
+    """Per concept, the scale of independent checkpoint-to-checkpoint noise that the path's second differences
+    imply: sqrt(mean (x[i+1] − 2 x[i] + x[i−1])² / 6) (for independent noise of sd σ a second difference has
+    variance 6σ²). Not robust on purpose: the path's own bends (a turn's corner, its progress speeding up or slowing
+    down along a straight line) and single-checkpoint swings raise it."""
+    points = _as_path(points)
+    if points.shape[0] < 3:
+        raise ValueError(f"checkpoint noise needs ≥ 3 checkpoints, got {points.shape[0]}")
+    return np.sqrt((np.diff(points, n=2, axis=0) ** 2).mean(axis=0) / 6.0)
+
+
+def _noise_scale(points: np.ndarray) -> float:
+    return max(float(np.sqrt((checkpoint_noise(points) ** 2).sum())), 1e-12)
+
+
+def checkpoint_noise_turn_test(steps: np.ndarray, points: np.ndarray, hold: int = 2, draws: int = 999,
+                               seed: int = 0, min_checkpoints: int = 5) -> CheckpointNoiseTurnTest:
+    """Does the trajectory stay bowed away from its chord, for `hold` consecutive checkpoints, further than a straight
+    path with independent checkpoint-to-checkpoint noise does? A studentized parametric bootstrap for training noise.
+
+    Between checkpoints a network without an EMA of its weights moves by its optimizer's noise, and every image read
+    at a checkpoint shares that move, so pooling images or noise streams (`stream_turn_test`) cannot remove it. The
+    statistic is the sustained bow (`sustained_bow`) over the path's noise scale (`checkpoint_noise`, summed over
+    concepts in quadrature): a swing at a single checkpoint — heavy-tailed, what a network without an EMA shows —
+    raises the scale but not the sustained bow. The null is the straight path (`straight_path`) plus independent
+    Gaussian noise per checkpoint and concept at the scale the path's second differences imply, its statistic
+    studentized by that noise's own scale (the straight path's progress is left out of it, so a path speeding up or
+    slowing down along its chord, which raises the observed scale, makes the test conservative, as does a turn's
+    own corner). Not clipped to [0, 1]. Noise that persists over `hold` or more checkpoints (a slow drift) is outside
+    this null and counts as signal. p = (1 + #{null ≥ observed}) / (draws + 1); simulated straight paths pass at
+    1–6% (Gaussian noise) and 4–10% (Student-t with 2 degrees of freedom) against 5%, single-checkpoint swings ≤ 1%,
+    at 8 and 19 checkpoints (tests/unit, docs/findings-suite.md). NaN with fewer than max(`min_checkpoints`,
+    `hold` + 2) checkpoints or a path that ends where it started."""
+    steps = np.asarray(steps, dtype=float)
+    points = _as_path(points)
+    if steps.shape != (points.shape[0],):
+        raise ValueError(f"steps must match the {points.shape[0]} checkpoints, got shape {steps.shape}")
+    if hold < 1:
+        raise ValueError(f"hold must be ≥ 1, got {hold}")
+    if draws < 1:
+        raise ValueError(f"draws must be ≥ 1, got {draws}")
+    points = points[np.argsort(steps)]
+    n = points.shape[0]
+    path = straight_path(points) if n >= max(min_checkpoints, hold + 2, 3) else None
+    if path is None:
+        return CheckpointNoiseTurnTest(math.nan, math.nan, math.nan, 0, (), n)
+    sigma = checkpoint_noise(points)
+    noise = np.random.default_rng(seed).standard_normal((draws, *path.shape)) * sigma
+    null = np.array([sustained_bow(path + z, hold) / _noise_scale(z) for z in noise])
+    scale = _noise_scale(points)
+    bow = sustained_bow(points, hold)
+    return CheckpointNoiseTurnTest(bow, float(np.quantile(null, 0.95)) * scale,
+                                   (1 + int((null >= bow / scale).sum())) / (draws + 1), draws,
+                                   tuple(float(x) for x in sigma), n)

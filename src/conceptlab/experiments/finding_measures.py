@@ -360,6 +360,36 @@ def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed"
     return _test_part(runs, "interventions", _stream_turn_test, parts[part], str(target), float(alpha), seed=seed)
 
 
+@functools.lru_cache(maxsize=256)
+def _checkpoint_noise_turn_test(folder: str, stamp: float, target: str, hold: int, draws: int, seed: int):
+    """The checkpoint-noise test of one run's held-out trajectory pooled over its naive noise streams (NOT_MEASURED
+    or an `analysis.turn_null.CheckpointNoiseTurnTest`), computed once per run folder and table version (`stamp`)."""
+    from conceptlab.analysis.turn_null import checkpoint_noise_turn_test, pool_streams
+
+    read = _stream_readings(folder, target, MIN_VALID_FRACTION)
+    if not isinstance(read, tuple):
+        return read
+    steps, readings, valid = read
+    pooled, _ = pool_streams(readings, valid)
+    return checkpoint_noise_turn_test(steps, pooled, hold=hold, draws=draws, seed=seed)
+
+
+def checkpoint_noise_turn(runs: list, target: str = "11", part: str = "observed", hold: int = 2, draws: int = 999,
+                          seed: int = 0) -> dict[int, Any]:
+    """Per seed, from a studentized bootstrap of a straight path with independent checkpoint-to-checkpoint noise at
+    the scale the path's own second differences imply (`analysis.turn_null.checkpoint_noise_turn_test`): `part`
+    "observed", the largest distance from its chord that the target's naive trajectory (pooled over every naive
+    noise stream of the interventions table) keeps for `hold` consecutive checkpoints; "null_q95", the bow it must
+    exceed; "p", the bootstrap p-value. Checkpoints whose pooled valid images are under 25% of those generated are
+    left out. Not measured when the run lacks the table or the target; None when the test is undefined (fewer than
+    5 checkpoints, or a path ending where it started). The null's stream is `seed` + the run's seed."""
+    parts = {"observed": "bow", "null_q95": "bow_null_q95", "p": "bow_p"}
+    if part not in parts:
+        raise ValueError(f"part must be one of {sorted(parts)}, got {part!r}")
+    return _test_part(runs, "interventions", _checkpoint_noise_turn_test, parts[part], str(target), int(hold),
+                      int(draws), seed=seed)
+
+
 def _copying(r, region: str, metric: str) -> Any:
     """One run's copying accuracy (`studies.factorization.copying_accuracy` from its saved config); NOT_MEASURED
     when the run has no config or no such region."""

@@ -21,6 +21,7 @@ from importlib import metadata
 import torch
 
 from conceptlab.studies import study_for
+from conceptlab.studies import base as studies_base
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -28,8 +29,13 @@ TRAINING_VERSION = 1  # bump when the training loop's or the model's behaviour c
 
 
 def analysis_versions(cfg) -> dict[str, int]:
-    """The code versions a run's numbers depend on beyond its config: its study's and the training code's."""
-    return {"study": int(getattr(study_for(cfg.data.kind), "version", 1)), "training": TRAINING_VERSION}
+    """The code versions a run's numbers depend on beyond its config: its study's and the training code's, and with
+    `eval.noise_per_run` the per-run seed derivation's (`studies.base.NOISE_SEEDING_VERSION`) — entered only once
+    it is past 1, so the ids of runs made before it existed stay theirs."""
+    versions = {"study": int(getattr(study_for(cfg.data.kind), "version", 1)), "training": TRAINING_VERSION}
+    if cfg.eval.noise_per_run and studies_base.NOISE_SEEDING_VERSION != 1:
+        versions["noise_seeding"] = studies_base.NOISE_SEEDING_VERSION
+    return versions
 
 
 @functools.lru_cache(maxsize=None)

@@ -55,6 +55,9 @@ class DataProcess(Protocol):
     def describe(self) -> dict: ...
 
 
+NOISE_SEEDING_VERSION = 1  # bump when `run_noise_seed` derives other seeds: enters run ids (experiments.provenance)
+
+
 def run_noise_seed(seed: int, cfg) -> int:
     """`seed` made the run's own: a stable hash of (`seed`, `train.train_seed`), 62 bits (so call sites may still add
     small offsets). A hash, not an affine map: seed · k + train_seed reduces to train_seed at the default seed 0, and

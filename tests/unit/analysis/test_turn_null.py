@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from conceptlab.analysis.turn_null import chord_bow, redraw_straight, straight_path, turn_test
+from conceptlab.analysis.turn_null import (checkpoint_noise, checkpoint_noise_turn_test, chord_bow, redraw_straight,
+                                           straight_path, sustained_bow, turn_test)
 
 CHECKPOINTS, IMAGES = 10, 8
 
@@ -214,3 +215,79 @@ def test_identical_straight_streams_do_not_pass():
     readings = np.stack([straight_path(_l_turn())] * STREAMS)
     test = stream_turn_test(steps, readings, np.full((STREAMS, CHECKPOINTS), PER_STREAM))
     assert test.bow_p == 1.0 and not test.bow > test.bow_critical and test.bow_p > test.level
+
+
+# --- the checkpoint-noise null: a network's own checkpoint-to-checkpoint swings (no EMA) -----------------------------
+
+def _line(n: int, rng: np.random.Generator, sigmoid: bool) -> np.ndarray:
+    t = np.arange(n)
+    progress = 1 / (1 + np.exp(-(t - n / 2) / (n / 8))) if sigmoid else t / (n - 1)
+    a, b = rng.uniform(0, 0.4, 2), rng.uniform(0.6, 1, 2)
+    return a + progress[:, None] * (b - a)
+
+
+def _rate(paths, hold: int = 2) -> float:
+    tests = [checkpoint_noise_turn_test(np.arange(len(p)), p, hold=hold, draws=199, seed=k) for k, p in enumerate(paths)]
+    assert not any(math.isnan(t.bow_p) for t in tests)
+    return float(np.mean([t.bow_p <= 0.05 for t in tests]))
+
+
+@pytest.mark.parametrize("n", [8, 19])
+def test_checkpoint_noise_null_passes_few_noisy_straight_paths(n):
+    rng = np.random.default_rng(n)
+    gaussian = [_line(n, rng, sigmoid=k % 2 == 0) + rng.normal(0, rng.choice([0.02, 0.1]), (n, 2)) for k in range(160)]
+    heavy = [_line(n, rng, sigmoid=False) + 0.05 * rng.standard_t(2, (n, 2)) for k in range(120)]
+    assert _rate(gaussian) <= 0.09
+    assert _rate(heavy) <= 0.15  # heavy tails are outside the Gaussian null; still near the level
+
+
+def test_a_swing_at_one_checkpoint_is_not_a_turn_but_a_held_turn_is():
+    rng = np.random.default_rng(3)
+    n = 19
+
+    def swung():
+        p = _line(n, rng, sigmoid=False) + rng.normal(0, 0.03, (n, 2))
+        p[rng.integers(2, n - 2)] += [0.7, -0.7]  # a network without an EMA, read once far off its path
+        return p
+
+    swings = [swung() for _ in range(100)]
+    assert _rate(swings) <= 0.03
+    assert _rate(swings, hold=1) >= 0.5  # the mutant without the hold calls the swing a turn
+    l_turns = []
+    for _ in range(100):
+        k = n // 3  # toward (1, 0.1) for a third of training, then to the target (1, 1)
+        path = np.concatenate([np.linspace([0.2, 0.2], [1.0, 0.1], k), np.linspace([1.0, 0.1], [1.0, 1.0], n - k)])
+        l_turns.append(path + rng.normal(0, 0.05, (n, 2)))
+    assert _rate(l_turns) >= 0.9
+    t = np.linspace(0, 1, 8)
+    u_turns = [np.stack([0.5 - 0.4 * np.sin(np.pi * t) + 0.1 * t, np.ones(8)], 1) + rng.normal(0, 0.02, (8, 2))
+               for _ in range(60)]  # the fast variant's shape: color first away from the target, then back
+    assert _rate(u_turns) >= 0.9
+
+
+def test_checkpoint_noise_and_sustained_bow():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, [0.05, 0.2], (4000, 2))
+    assert np.allclose(checkpoint_noise(noise), [0.05, 0.2], rtol=0.05)
+    path = np.array([[0, 0], [1, 0.5], [2, 0], [3, 0.3], [4, 0.4], [5, 0.0]], dtype=float)
+    assert sustained_bow(path, 1) == pytest.approx(0.5) == chord_bow(path)
+    assert sustained_bow(path, 2) == pytest.approx(0.3)  # 0.5 is held for one checkpoint only
+    assert sustained_bow(path, 3) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="hold"):
+        sustained_bow(path, 7)
+
+
+def test_checkpoint_noise_test_is_reproducible_consistent_and_undefined_where_it_should_be():
+    rng = np.random.default_rng(1)
+    path = _line(12, rng, sigmoid=True) + rng.normal(0, 0.05, (12, 2))
+    a, b = (checkpoint_noise_turn_test(np.arange(12), path, seed=5) for _ in range(2))
+    assert a == b and a.checkpoints == 12 and a.draws == 999 and len(a.sigma) == 2
+    assert (a.bow > a.bow_null_q95) == (a.bow_p <= 0.05) or abs(a.bow_p - 0.05) < 0.01
+    shuffled = np.random.default_rng(2).permutation(12)  # steps need not come sorted
+    assert checkpoint_noise_turn_test(np.arange(12)[shuffled], path[shuffled], seed=5) == a
+    assert math.isnan(checkpoint_noise_turn_test(np.arange(4), path[:4]).bow_p)  # too few checkpoints
+    assert math.isnan(checkpoint_noise_turn_test(np.arange(5), np.zeros((5, 2))).bow_p)  # ends where it started
+    with pytest.raises(ValueError, match="steps"):
+        checkpoint_noise_turn_test(np.arange(5), path)
+    with pytest.raises(ValueError, match="hold"):
+        checkpoint_noise_turn_test(np.arange(12), path, hold=0)

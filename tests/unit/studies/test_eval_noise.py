@@ -112,3 +112,15 @@ def test_intervention_streams_draw_from_the_runs_own_seed(monkeypatch):
     base = load_config("hidden-emergence-tiny", []).eval.interventions.seed
     own = run_noise_seed(base, load_config("hidden-emergence-tiny", ["train.train_seed=9"]))
     assert seen == [(base, base), (own, own)]
+
+
+def test_a_bump_of_the_noise_seeding_version_renames_only_runs_that_draw_per_run_noise(monkeypatch):
+    from conceptlab.experiments.sweep import run_id
+    from conceptlab.studies import base
+
+    off = load_config("hidden-emergence-tiny", ["train.train_seed=7"])
+    on = load_config("hidden-emergence-tiny", ["train.train_seed=7", "eval.noise_per_run=true"])
+    before = run_id(off), run_id(on)
+    monkeypatch.setattr(base, "NOISE_SEEDING_VERSION", base.NOISE_SEEDING_VERSION + 1)
+    assert run_id(off) == before[0]  # the shared draw does not use the derivation
+    assert run_id(on) != before[1]  # a run made by the older derivation is never reused as today's
