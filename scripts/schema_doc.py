@@ -200,6 +200,9 @@ VIEWS = {
             "homology_dims": ("count", "principal components the cloud was reduced to before Vietoris–Rips "
                               "(`eval.geometry.homology_dims`, raised by its `homology_dims_rule`); runs made before "
                               "the column existed lack it"),
+            "homology_cut_split": ("0 or 1", "1 where that cut lies inside an eigenspace PCA cannot order (North's rule, "
+                                   "`analysis.geometry.cut_splits_eigenspace`): the Betti numbers read an arbitrary "
+                                   "projection of it; runs made before the column existed lack it"),
         }),
     "geometry_controls": (
         "bumps", "`geometry_controls.parquet` (the final checkpoint, from `geometry_controls/`)",
@@ -227,6 +230,7 @@ VIEWS = {
             "torus": ("0 or 1", "1 where the Betti numbers are (1, 2, 1)"),
             "homology_dims": ("count", "principal components the source's cloud was reduced to before "
                               "Vietoris–Rips (as in geometry)"),
+            "homology_cut_split": ("0 or 1", "1 where that cut splits an eigenspace (as in geometry)"),
         }),
     "abstractions": (
         "shapes3d", "`abstractions.parquet` (from `abstractions/step_*/<measure>.parquet`)",

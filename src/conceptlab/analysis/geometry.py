@@ -93,9 +93,23 @@ def whole_eigenspaces(eigenvalues: np.ndarray, k: int, n: int, max_components: i
     top = max(k, min(len(lam), max_components if max_components is not None else len(lam)))
     floor = 1e-12 * (lam[0] if len(lam) else 0.0)
     spread = np.sqrt(2.0 / n)
-    while k < top and lam[k - 1] > floor and lam[k - 1] - lam[k] < lam[k - 1] * spread:
+    while k < top and _unseparated(lam, k, spread, floor):
         k += 1
     return k
+
+
+def _unseparated(lam: np.ndarray, k: int, spread: float, floor: float) -> bool:
+    return bool(k < len(lam) and lam[k - 1] > floor and lam[k - 1] - lam[k] < lam[k - 1] * spread)
+
+
+def cut_splits_eigenspace(eigenvalues: np.ndarray, k: int, n: int) -> bool:
+    """Whether keeping the top `k` of these sample eigenvalues (of `n` points) cuts inside an eigenspace PCA cannot
+    order: the k-th is not separated from the next by North's rule (`whole_eigenspaces`). Then the kept PCs are an
+    arbitrary projection of that eigenspace — for a fixed `k`, or where `whole_eigenspaces` stopped at its cap."""
+    lam = np.asarray(eigenvalues, dtype=float)
+    if k < 1 or n < 2:
+        raise ValueError(f"need k ≥ 1 and n ≥ 2 points, got k={k}, n={n}")
+    return _unseparated(lam, min(k, len(lam)), np.sqrt(2.0 / n), 1e-12 * (lam[0] if len(lam) else 0.0))
 
 
 def persistent_homology(
@@ -120,7 +134,8 @@ def persistent_homology(
     `components_rule="whole_eigenspaces"` raises `n_components` past eigenvalues PCA cannot order
     (`whole_eigenspaces`, to at most `max_components`); "fixed" keeps exactly `n_components`.
     Returns {"betti": (β0, …), "diagrams": [array[n_k, 2]], "scale": diameter,
-    "threshold": absolute persistence cut, "components": PCs kept (None: no reduction)}.
+    "threshold": absolute persistence cut, "components": PCs kept (None: no reduction), "cut_splits_eigenspace":
+    whether that cut lies inside an eigenspace PCA cannot order (`cut_splits_eigenspace`; None: no reduction)}.
     """
     if rule not in ("threshold", "gap", "hybrid"):
         raise ValueError(f"rule must be 'threshold', 'gap' or 'hybrid', got {rule!r}")
@@ -132,19 +147,21 @@ def persistent_homology(
     if n_points is not None and n_points < len(a):
         a = a[np.sort(np.random.default_rng(seed).choice(len(a), n_points, replace=False))]
     mean_square_norm = float(np.mean(np.sum(a**2, axis=1)))
-    kept = None
+    kept, split = None, None
     if n_components is not None:
         lam, axes = pca(a)
         kept = min(n_components, len(lam))
         if components_rule == "whole_eigenspaces":
             kept = whole_eigenspaces(lam, n_components, len(a), max_components)
+        split = cut_splits_eigenspace(lam, kept, len(a))
         a = (a - a.mean(axis=0)) @ axes[:kept].T
     diff = a[:, None, :] - a[None, :, :]
     scale = float(np.sqrt((diff**2).sum(-1)).max())
     if scale**2 <= 1e-12 * mean_square_norm:  # every point in one place (or all at 0): one component, no holes
         # the diameter is rounding noise (a centred or projected copy of one point differs from it by ~1e-16): 0
         dgms = [np.array([[0.0, np.inf]])] + [np.zeros((0, 2)) for _ in range(max_dim)]
-        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0, "components": kept}
+        return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0, "components": kept,
+                "cut_splits_eigenspace": split}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale
@@ -154,7 +171,8 @@ def persistent_homology(
         betti = (betti_by_gap(dgms[0], cut, scale),) + tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms[1:])
     else:
         betti = tuple(int(((d[:, 1] - d[:, 0]) > cut).sum()) for d in dgms)
-    return {"betti": betti, "diagrams": dgms, "scale": scale, "threshold": cut, "components": kept}
+    return {"betti": betti, "diagrams": dgms, "scale": scale, "threshold": cut, "components": kept,
+            "cut_splits_eigenspace": split}
 
 
 def betti_by_gap(diagram: np.ndarray, cut: float, scale: float) -> int:

@@ -382,10 +382,13 @@ def longest_bars(diagram: np.ndarray, scale: float, k: int) -> list[float]:
 
 def homology_columns(ph: dict[str, Any]) -> dict[str, float | int]:
     """Geometry-row columns of one homology result: betti_0..2, the 3 longest finite H1 and H2 bars
-    (`h1_bar_1`, …, as fractions of the diameter) and the PCs the cloud was reduced to (`homology_dims`)."""
+    (`h1_bar_1`, …, as fractions of the diameter), the PCs the cloud was reduced to (`homology_dims`) and whether
+    that cut splits an eigenspace PCA cannot order (`homology_cut_split`, 0/1: the Betti numbers then read an
+    arbitrary projection of it)."""
     out: dict[str, float | int] = {f"betti_{k}": int(b) for k, b in enumerate(ph["betti"])}
     if ph.get("components") is not None:
         out["homology_dims"] = int(ph["components"])
+        out["homology_cut_split"] = int(bool(ph.get("cut_splits_eigenspace")))
     for dim in (1, 2):
         bars = longest_bars(ph["diagrams"][dim], ph["scale"], 3)
         out.update({f"h{dim}_bar_{i + 1}": v for i, v in enumerate(bars + [0.0] * (3 - len(bars)))})
@@ -400,7 +403,7 @@ def topology(cfg, points: torch.Tensor, labels: torch.Tensor, period: float | No
     if geo.homology:
         ph = homology(cfg, points)
         out["homology"] = {"betti": list(ph["betti"]), "scale": ph["scale"], "threshold": ph["threshold"],
-                           "dims": ph["components"],
+                           "dims": ph["components"], "cut_splits_eigenspace": ph["cut_splits_eigenspace"],
                            "diagrams": [d[np.isfinite(d).all(axis=1)].tolist() for d in ph["diagrams"]],
                            "infinite_bars": [int((~np.isfinite(d).all(axis=1)).sum()) for d in ph["diagrams"]]}
     try:
@@ -451,6 +454,8 @@ def summarize_fields(acc: pd.DataFrame, geo: pd.DataFrame, topo: dict[str, Any])
     if "homology" in topo:
         h = topo["homology"]
         summary["betti"] = h["betti"]
+        if h["cut_splits_eigenspace"] is not None:  # the final cloud's PCA cut splits an eigenspace: betti arbitrary
+            summary["betti_cut_splits_eigenspace"] = bool(h["cut_splits_eigenspace"])
         summary["persistence_top"] = {  # the longest finite bars per dimension, as fractions of the diameter
             f"H{k}": [_r(v, 3) for v in longest_bars(d, h["scale"], 4)] for k, d in enumerate(h["diagrams"])
         }
@@ -542,19 +547,21 @@ class FactorizationStudy(StudyBase):
 
     kind = "bumps"
     version = 4  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls and the factorization measure;
-    summary_sections = frozenset({"accuracy_by_step", "betti", "betti_by_step", "chord_reference", "chord_tests",
-                                  "controls", "effective_dimension", "eigenvalues_final", "explained_variance_top4_final",
-                                  "final_accuracy", "persistence_top"})
+    summary_sections = frozenset({"accuracy_by_step", "betti", "betti_by_step", "betti_cut_splits_eigenspace",
+                                  "chord_reference", "chord_tests", "controls", "effective_dimension",
+                                  "eigenvalues_final", "explained_variance_top4_final", "final_accuracy",
+                                  "persistence_top"})
     run_tables = {
         "composition": ("run", "step", "region", "x", "y", "joint", "n", "region_size", "x_error", "y_error", "located",
                         "single", "joint_single"),  # the last two with eval.composition.count_peaks
         "geometry": ("run", "step", "hook", "t", "effective_dimension", "explained_variance_top4", "points", "features",
                      "eigenvalue_<k>", "additive_share", "additive_chance", "subspace_overlap", "subspace_max_cosine",
-                     "betti_<d>", "homology_dims", "h1_bar_<k>", "h2_bar_<k>"),
+                     "betti_<d>", "homology_dims", "homology_cut_split", "h1_bar_<k>", "h2_bar_<k>"),
         "geometry_controls": ("run", "step", "source", "points", "features", "effective_dimension",
                               "explained_variance_top4", "additive_share", "additive_chance", "subspace_overlap",
                               "subspace_max_cosine", "orthogonality", "parallelism_x", "parallelism_y", "parallelism",
-                              "betti_<d>", "homology_dims", "h1_bar_<k>", "h2_bar_<k>", "torus"),
+                              "betti_<d>", "homology_dims", "homology_cut_split", "h1_bar_<k>", "h2_bar_<k>",
+                              "torus"),
     }
     # 4: the encoding_map control seeded by the run's train_seed
     order = 1

@@ -11,6 +11,7 @@ from conceptlab.analysis.geometry import (
     betti_by_gap,
     chord_tests,
     clifford_torus,
+    cut_splits_eigenspace,
     effective_dimension,
     eigenspectrum,
     explained_variance,
@@ -195,6 +196,16 @@ def test_whole_eigenspaces_never_cuts_between_eigenvalues_pca_cannot_order():
         whole_eigenspaces(np.ones(4), 0, n)
 
 
+def test_cut_splits_eigenspace_reads_the_gap_at_the_cut_by_north_s_rule():
+    n = 200  # the band: λ_k − λ_{k+1} < 0.1 λ_k
+    assert cut_splits_eigenspace(np.array([1.0, 1.0, 1.0, 0.5]), 2, n)
+    assert not cut_splits_eigenspace(np.array([1.0, 1.0, 1.0, 0.5]), 3, n)
+    assert not cut_splits_eigenspace(np.array([1.0, 1.0]), 2, n)  # every eigenvalue kept: nothing split
+    assert not cut_splits_eigenspace(np.array([1.0, 1e-15, 1e-15]), 2, n)  # zeros at rounding are no eigenspace
+    with pytest.raises(ValueError, match="k ≥ 1"):
+        cut_splits_eigenspace(np.ones(3), 0, n)
+
+
 def test_homology_keeps_a_degenerate_eigenspace_whole():
     """The exact Clifford torus has four equal eigenvalues: two fixed PCs are two arbitrary axes of that eigenspace
     (a disc or a circle, never a torus); the whole eigenspace is the torus."""
@@ -208,5 +219,11 @@ def test_homology_keeps_a_degenerate_eigenspace_whole():
     assert persistent_homology(separated, max_dim=0, n_components=4,
                                components_rule="whole_eigenspaces")["components"] == 4
     assert persistent_homology(cloud, max_dim=0, n_components=None)["components"] is None
+    # the cut is flagged where it still splits an eigenspace: a fixed cut inside one, or the whole rule at its cap
+    assert fixed["cut_splits_eigenspace"] is True and whole["cut_splits_eigenspace"] is False
+    capped = persistent_homology(cloud, max_dim=0, n_components=2, components_rule="whole_eigenspaces",
+                                 max_components=3)
+    assert capped["components"] == 3 and capped["cut_splits_eigenspace"] is True
+    assert persistent_homology(cloud, max_dim=0, n_components=None)["cut_splits_eigenspace"] is None
     with pytest.raises(ValueError, match="components_rule"):
         persistent_homology(cloud, components_rule="gap")
