@@ -311,8 +311,8 @@ def checkpoint_noise_turn_test(steps: np.ndarray, points: np.ndarray, hold: int 
     slowing down along its chord, which raises the observed scale, makes the test conservative, as does a turn's
     own corner). Not clipped to [0, 1]. Noise that persists over `hold` or more checkpoints (a slow drift) is outside
     this null and counts as signal. p = (1 + #{null ≥ observed}) / (draws + 1); simulated straight paths pass at
-    1–6% (Gaussian noise) and 4–10% (Student-t with 2 degrees of freedom) against 5%, single-checkpoint swings ≤ 1%,
-    at 8 and 19 checkpoints (tests/unit, docs/findings-suite.md). NaN with fewer than max(`min_checkpoints`,
+    0.7–5.7% (Gaussian noise) and 4.3–9.7% (Student-t, 2 degrees of freedom) against 5%, one-checkpoint swings
+    ≤ 0.3%, at 8 and 19 checkpoints (tests/unit, docs/findings-suite.md). NaN with fewer than max(`min_checkpoints`,
     `hold` + 2) checkpoints or a path that ends where it started."""
     steps = np.asarray(steps, dtype=float)
     points = _as_path(points)

@@ -330,13 +330,19 @@ def _stream_readings(folder, target: str, min_valid: float) -> Any:
     return steps[keep].astype(float), readings[:, keep], valid[:, keep]
 
 
+@functools.lru_cache(maxsize=64)
+def _stream_readings_of(folder: str, stamp: float, target: str, min_valid: float) -> Any:
+    """`_stream_readings` for one table version (`stamp`: its mtime), read once for the tests that share it."""
+    return _stream_readings(folder, target, min_valid)
+
+
 @functools.lru_cache(maxsize=256)
 def _stream_turn_test(folder: str, stamp: float, target: str, alpha: float, seed: int):
     """The replicate-stream test of one run's held-out trajectory (NOT_MEASURED or an
     `analysis.turn_null.StreamTurnTest`), computed once per run folder and table version (`stamp`)."""
     from conceptlab.analysis.turn_null import stream_turn_test
 
-    read = _stream_readings(folder, target, MIN_VALID_FRACTION)
+    read = _stream_readings_of(folder, stamp, target, MIN_VALID_FRACTION)
     if not isinstance(read, tuple):
         return read
     steps, readings, valid = read
@@ -366,7 +372,7 @@ def _checkpoint_noise_turn_test(folder: str, stamp: float, target: str, hold: in
     or an `analysis.turn_null.CheckpointNoiseTurnTest`), computed once per run folder and table version (`stamp`)."""
     from conceptlab.analysis.turn_null import checkpoint_noise_turn_test, pool_streams
 
-    read = _stream_readings(folder, target, MIN_VALID_FRACTION)
+    read = _stream_readings_of(folder, stamp, target, MIN_VALID_FRACTION)
     if not isinstance(read, tuple):
         return read
     steps, readings, valid = read
