@@ -580,6 +580,23 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
     assert fresh.pending == 3 and fresh.median_seconds == 120.0
 
 
+def test_run_costs_time_a_set_by_the_runs_made_at_the_precision_its_runs_will_use_here(tmp_path):
+    """bf16 and fp32 runs of one set differ about twofold on one CPU: a set whose runs will use fp32 here is timed by
+    its fp32 runs only; a set with no run at its precision is timed by the others, and says so."""
+    from conceptlab.experiments.findings import run_costs
+
+    suite = load_suite(_write(tmp_path, _suite(runs__a__overrides=["train.steps=20", "train.bf16=false"],
+                                               runs__b__overrides=["train.steps=30", "train.bf16=true"])))
+    p = plan(suite, None, "full", tmp_path / "o")
+    _fake_runs(p, {"a": {100: {"seconds": {"total": 60.0}}, 101: {"bf16": True, "seconds": {"total": 20.0}}},
+                   "b": {100: {"seconds": {"total": 60.0}}}})
+    costs = run_costs(p)
+    assert (costs["a"].median_seconds, costs["a"].runs, costs["a"].other_precision) == (60.0, 1, None)
+    assert costs["a"].machines == ["test CPU, fp32, ? threads"] and "none timed" not in costs["a"].describe()
+    assert (costs["b"].median_seconds, costs["b"].other_precision) == (60.0, "bf16 autocast")
+    assert costs["b"].describe().endswith("none timed at bf16 autocast, which these runs will use here")
+
+
 def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
     from conceptlab.report.findings import finding_figure, value_label
 

@@ -755,11 +755,15 @@ class RunCost:
     machines: list[str]
     pending: int
     deferred: int = 0  # runs to go of report seeds not chosen now (`--seeds`): left for a later invocation
+    other_precision: str | None = None  # the precision the runs to go will use, when no finished run used it
 
     def describe(self) -> str:
         if self.median_seconds is None:
             return "no finished run to time"
-        return f"{self.median_seconds / 60:.1f} min a run (median of {self.runs}; {'; '.join(self.machines)})"
+        text = f"{self.median_seconds / 60:.1f} min a run (median of {self.runs}; {'; '.join(self.machines)})"
+        if self.other_precision:
+            text += f"; none timed at {self.other_precision}, which these runs will use here"
+        return text
 
 
 def run_costs(p: Plan, records: Path | str | None = None,
@@ -770,7 +774,9 @@ def run_costs(p: Plan, records: Path | str | None = None,
     twin (the same run id) finished or already counted in another set, since a twin is copied, not run. With `seeds`
     (as `run_plan`'s), only the runs of those report seeds are to run now; the others are counted as `deferred`. So a
     user sees what the rest will cost before starting it. A set no run has finished gets no time: nothing is
-    guessed. With `reuse=False` (`--no-reuse`: every run fresh) the records still time the runs but none counts as
+    guessed. Runs made at the precision the set's runs would use on this machine (bf16 autocast where it is native,
+    else fp32) time it when there are any — on one CPU the two differ about twofold — else all of them, and the cost
+    says so. With `reuse=False` (`--no-reuse`: every run fresh) the records still time the runs but none counts as
     done."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
     kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
@@ -791,12 +797,25 @@ def run_costs(p: Plan, records: Path | str | None = None,
                  if r.run_id not in done and r.run_id not in counted}
         to_run = {i for i, seed in to_go.items() if seeds is None or seed in seeds}
         counted |= set(to_go)  # a twin left for later is counted once too
-        times = [run_seconds(d) for d in found.values()]
+        here = _precision_here(s.sweep.runs[0].config) if s.sweep.runs else None
+        alike = [d for d in found.values() if precision_of(d) == here]
+        timed = alike or list(found.values())  # bf16 and fp32 runs differ by ~2× on one CPU: never mixed if avoidable
+        times = [run_seconds(d) for d in timed]
         machines = sorted({f"{machine_of(d)}, {precision_of(d)}, {d.get('threads', '?')} thread"
-                           + ("s" if d.get("threads") != 1 else "") for d in found.values()})
-        out[s.name] = RunCost(len(found), statistics.median(times) if times else None, machines, len(to_run),
-                              len(to_go) - len(to_run))
+                           + ("s" if d.get("threads") != 1 else "") for d in timed})
+        out[s.name] = RunCost(len(timed), statistics.median(times) if times else None, machines, len(to_run),
+                              len(to_go) - len(to_run), None if alike or not found or here is None else here)
     return out
+
+
+def _precision_here(cfg) -> str | None:
+    """The precision a run of `cfg` would use on this machine, as `precision_of` names it (None: not known here)."""
+    from conceptlab.train.precision import resolve_bf16, resolve_device
+
+    try:
+        return "bf16 autocast" if resolve_bf16(cfg.train.bf16, resolve_device(cfg.train.device)) else "fp32"
+    except ValueError:  # train.device=cuda on a machine without one: the runs cannot run here anyway
+        return None
 
 
 def recorded_runs(records: Path | str) -> dict[str, dict[str, Path]]:
