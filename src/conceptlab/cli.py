@@ -670,7 +670,8 @@ def findings(
     import time as _time
 
     from conceptlab.experiments.executors import ExecutorError, ExecutorOptions, make_executor
-    from conceptlab.experiments.findings import evaluate_suite, load_suite, plan, run_plan, write_findings
+    from conceptlab.experiments.findings import evaluate_suite, plan, run_plan, write_findings
+    from conceptlab.experiments.findings_spec import load_suite
 
     if quick:
         if scale not in ("full", "quick"):

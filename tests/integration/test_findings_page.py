@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conceptlab.experiments.findings import evaluate_suite, finished_counts, load_suite, plan, write_findings
+from conceptlab.experiments.findings import evaluate_suite, finished_counts, plan, write_findings
+from conceptlab.experiments.findings_spec import load_suite
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from conceptlab.experiments.findings import evaluate_suite, load_suite, plan, write_findings
+from conceptlab.experiments.findings import evaluate_suite, plan, write_findings
+from conceptlab.experiments.findings_spec import load_suite
 from conceptlab.experiments.loading import ConfigError
 from conceptlab.report.findings import findings_markdown
 
@@ -729,7 +730,7 @@ def test_each_finding_says_the_thread_count_its_runs_used(tmp_path):
 
 
 def test_setup_of_needs_every_training_switch_on_the_authors_side():
-    from conceptlab.experiments.findings import paper_setup_differences, setup_of
+    from conceptlab.experiments.findings_spec import paper_setup_differences, setup_of
     from conceptlab.experiments.loading import load_config
 
     assert setup_of(load_config("concept-space-paper-tiny")) == "paper"

@@ -44,7 +44,8 @@ def synthetic_findings(tmp_path_factory):
     seeds, one criterion that passes on two of them against its control and one on a threshold; no training."""
     import json
 
-    from conceptlab.experiments.findings import evaluate_suite, load_suite, plan, write_findings
+    from conceptlab.experiments.findings import evaluate_suite, plan, write_findings
+    from conceptlab.experiments.findings_spec import load_suite
 
     folder = tmp_path_factory.mktemp("synthetic-findings")
     suite = {

@@ -140,7 +140,7 @@ def test_the_studies_declare_the_summary_sections_and_tables_their_runs_write(mi
     part), so a criterion on a column no table has is refused."""
     import json
 
-    from conceptlab.experiments.findings import COMMON_SECTIONS, column_declared
+    from conceptlab.experiments.findings_spec import COMMON_SECTIONS, column_declared
     from conceptlab.studies import study_for
 
     root = tmp_path_factory.getbasetemp()
