@@ -155,6 +155,16 @@ def test_a_compute_function_that_does_not_resolve_is_refused(tmp_path):
         load_suite(_write(tmp_path, data))
 
 
+def test_an_import_path_that_is_not_a_function_is_refused(tmp_path):
+    data = _suite()
+    data["findings"][0]["criteria"][0]["value"] = {"runs": "a", "compute": "math:pi"}
+    with pytest.raises(ConfigError, match=r"compute 'math:pi' is not a function"):
+        load_suite(_write(tmp_path, data))
+    data = _suite(runs__b={"analytic": "math:pi", "seeds": [100, 101, 102]})
+    with pytest.raises(ConfigError, match=r"analytic 'math:pi' is not a function"):
+        load_suite(_write(tmp_path, data))
+
+
 def _fake_runs(p, values: dict[str, dict[int, dict]]) -> None:
     """Write a summary.json into each planned run folder of the sets in `values` (set → seed → summary fields)."""
     for name, by_seed in values.items():

@@ -299,8 +299,13 @@ def machine_of(summary: dict[str, Any]) -> str:
     return f"{prov.get('cpu')}" + (f", GPU {prov['gpu']}" if prov.get("gpu") else "")
 
 
+def precision_name(bf16: bool) -> str:
+    """How a run's precision is named in costs and reports."""
+    return "bf16 autocast" if bf16 else "fp32"
+
+
 def precision_of(summary: dict[str, Any]) -> str:
-    return summary.get("precision") or ("bf16 autocast" if summary.get("bf16") else "fp32")
+    return summary.get("precision") or precision_name(bool(summary.get("bf16")))
 
 
 @dataclass
@@ -355,7 +360,7 @@ def run_costs(p: Plan, records: Path | str | None = None,
                  if r.run_id not in done and r.run_id not in counted}
         to_run = {i for i, seed in to_go.items() if seeds is None or seed in seeds}
         counted |= set(to_go)  # a twin left for later is counted once too
-        here = _precision_here(s.sweep.runs[0].config) if s.sweep.runs else None
+        here = _precision_here(s.sweep.runs[0].config) if s.sweep.runs else None  # a set's runs share their precision
         alike = [d for d in found.values() if precision_of(d) == here]
         timed = alike or list(found.values())  # bf16 and fp32 runs differ by ~2× on one CPU: never mixed if avoidable
         times = [run_seconds(d) for d in timed]
@@ -371,7 +376,7 @@ def _precision_here(cfg) -> str | None:
     from conceptlab.train.precision import resolve_bf16, resolve_device
 
     try:
-        return "bf16 autocast" if resolve_bf16(cfg.train.bf16, resolve_device(cfg.train.device)) else "fp32"
+        return precision_name(resolve_bf16(cfg.train.bf16, resolve_device(cfg.train.device)))
     except ValueError:  # train.device=cuda on a machine without one: the runs cannot run here anyway
         return None
 

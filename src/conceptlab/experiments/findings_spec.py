@@ -306,6 +306,17 @@ def selectors_of(finding: FindingSpec) -> list[tuple[str, Selector]]:
     return out
 
 
+def _function(path: str, what: str, where: str) -> None:
+    """Refuse, in one line naming `where`, an import path (`what`: analytic | compute) that does not resolve to a
+    function."""
+    try:
+        fn = resolve(path, f"{what} function")
+    except PluginError as err:
+        raise ConfigError(f"{where}: {err}") from None
+    if not callable(fn):
+        raise ConfigError(f"{where}: {what} {path!r} is not a function")
+
+
 def _check_source(runs: RunSetSpec, where: str) -> None:
     for label, variant in (("", runs), ("paper: ", runs.paper)):
         if variant is None:
@@ -317,12 +328,7 @@ def _check_source(runs: RunSetSpec, where: str) -> None:
     if runs.analytic is not None:
         if not is_import_path(runs.analytic):
             raise ConfigError(f"{where}: analytic {shown(runs.analytic)} is not an import path (package.module:function)")
-        try:
-            fn = resolve(runs.analytic, "analytic function")
-        except PluginError as err:
-            raise ConfigError(f"{where}: {err}") from None
-        if not callable(fn):
-            raise ConfigError(f"{where}: analytic {runs.analytic!r} is not a function")
+        _function(runs.analytic, "analytic", where)
 
 
 def base_config(runs: RunSetSpec, overrides: list[str] | None = None) -> RunConfig | None:
@@ -417,12 +423,7 @@ def _check_against_configs(suite: Suite, where: str) -> None:
                         raise ConfigError(f"{label}: table {sel.table} has no column {col!r} (it has: "
                                           f"{', '.join(sorted(columns))})")
             if sel.compute is not None:
-                try:
-                    fn = resolve(sel.compute, "compute function")
-                except PluginError as err:
-                    raise ConfigError(f"{label}: {err}") from None
-                if not callable(fn):
-                    raise ConfigError(f"{label}: compute {sel.compute!r} is not a function")
+                _function(sel.compute, "compute", label)
         if finding.claims_from is not None:
             runs = suite.runs[finding.claims_from]
             if runs.sweep is None or parse_spec(runs.sweep).controls is None:
