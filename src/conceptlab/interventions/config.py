@@ -114,7 +114,7 @@ class CustomInterventionConfig(StrictConfig):
 class InterventionsConfig(StrictConfig):
     """Hidden-capability evaluation: interventions on target classes at every (k-th) checkpoint."""
 
-    added_fields = ("embedding_shift", "custom")
+    added_fields = ("embedding_shift", "custom", "cpu_max_batch")
 
     targets: list[str] | None = Field(None, description="class codes to elicit (default: the held-out classes)")
     naive: bool = True
@@ -133,6 +133,12 @@ class InterventionsConfig(StrictConfig):
     stay: int = Field(2, ge=1, description="checkpoints the score must stay above threshold")
     confidence: bool = Field(True, description="detect emergence on the Wilson lower bound, not the point value")
     max_batch: int = Field(512, ge=1, description="images per sampling pass")
+    cpu_max_batch: int | None = Field(
+        None, ge=1, description="on a CPU, images per sampling pass at most this under per_variant noise (null: "
+        "max_batch), where the packing changes an image only by float rounding; passes of 256 images and more run "
+        "slower per image on a CPU (the paper network: 1,024-image passes at 0.6× the images/s of 16–128, "
+        "docs/benchmarks.md); shared noise keeps max_batch (there the packing moves the draws)"
+    )
     seed: int = Field(1, ge=0)
     noise: Literal["per_variant", "shared"] = Field(
         "per_variant", description="per_variant: the j-th variant of every intervention draws noise stream j (seeded "

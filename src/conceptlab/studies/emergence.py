@@ -103,6 +103,15 @@ def intervention_context(cfg, dgp, model, reference=None) -> InterventionContext
     )
 
 
+def images_per_pass(iv, device: torch.device) -> int:
+    """Images per sampling pass of the intervention evaluation: `max_batch`, at most `cpu_max_batch` (when set) on a
+    CPU under per-variant noise (there the packing changes an image only by float rounding, so only the speed
+    changes)."""
+    if device.type == "cpu" and iv.noise == "per_variant" and iv.cpu_max_batch is not None:
+        return min(iv.max_batch, iv.cpu_max_batch)
+    return iv.max_batch
+
+
 def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int, Path]]) -> Measurement:
     """The per-checkpoint measurement: every configured intervention on every target, scored with the probe."""
     iv = cfg.eval.interventions
@@ -124,7 +133,7 @@ def intervention_measurement(cfg, dgp, model, probe, checkpoints: list[tuple[int
         with autocast(bf16, device):
             table, images = evaluate_interventions(
                 model, state["interventions"], targets, state["context"], probe, iv.samples, steps, generator,
-                iv.max_batch, noise_seed=noise_seed,
+                images_per_pass(iv, device), noise_seed=noise_seed,
             )
         table.insert(0, "step", step)
         if hasattr(dgp, "class_name"):

@@ -261,6 +261,20 @@ def test_batching_groups_guidance_scales_and_chunks_without_changing_shapes(dgp,
     assert not torch.allclose(images[:N], images[2 * N :])
 
 
+def test_with_per_variant_seeds_no_image_depends_on_the_pass_size(dgp, model):
+    # what lets a CPU cap the pass size (`eval.interventions.cpu_max_batch`) without changing a result beyond rounding
+    ctx = _context(dgp, model, cfg_trained=True)
+    variants = [v for _, v in build_variants([NaivePrompting(), OverPrompting(["color"], [0.5, 1.0])], ["11"], ctx)]
+    seeds = list(range(10, 10 + len(variants)))
+    passes: list[int] = []
+    one = sample_variants(model, variants, N, STEPS, None, torch.zeros(4), 1024, seeds=seeds)
+    small = sample_variants(model, variants, N, STEPS, None, torch.zeros(4), N, on_pass=passes.append, seeds=seeds)
+    assert passes == [N] * len(variants)
+    assert torch.allclose(one, small, rtol=0, atol=1e-5)  # batch-size-dependent kernels: float rounding (2e-7)
+    shared = sample_variants(model, variants, N, STEPS, torch.Generator().manual_seed(5), torch.zeros(4), N)
+    assert (shared - _sample(model, variants)).abs().max() > 0.01  # one generator in turn: the packing moves the draws
+
+
 def test_score_counts_invalid_images_as_zero(monkeypatch):
     import conceptlab.interventions.evaluate as evaluate
 

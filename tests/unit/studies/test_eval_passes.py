@@ -1,0 +1,54 @@
+"""The intervention evaluation's pass size: capped on a CPU where the images do not depend on the packing."""
+
+import pytest
+import torch
+
+from conceptlab.experiments.loading import load_config
+from conceptlab.experiments.sweep import run_id
+from conceptlab.studies import build_data
+from conceptlab.studies.emergence import images_per_pass
+
+
+@pytest.mark.parametrize("overrides, device, expected", [
+    ([], "cpu", 128),  # the paper preset's 1,024-image passes, capped
+    ([], "cuda", 1024),
+    (["eval.interventions.noise=shared"], "cpu", 1024),  # there the packing moves the draws: left alone
+    (["eval.interventions.max_batch=64"], "cpu", 64),
+    (["eval.interventions.cpu_max_batch=2048"], "cpu", 1024),
+    (["eval.interventions.cpu_max_batch=null"], "cpu", 1024),
+])
+def test_passes_are_capped_on_a_cpu_under_per_variant_noise_only(overrides, device, expected):
+    iv = load_config("hidden-emergence-paper", overrides).eval.interventions
+    assert images_per_pass(iv, torch.device(device)) == expected
+
+
+def test_no_cap_by_default_and_the_default_keeps_every_run_id():
+    cfg = load_config("hidden-emergence-tiny", [])
+    assert cfg.eval.interventions.cpu_max_batch is None
+    assert images_per_pass(cfg.eval.interventions, torch.device("cpu")) == cfg.eval.interventions.max_batch
+    assert "cpu_max_batch" not in cfg.model_dump()["eval"]["interventions"]
+    assert run_id(load_config("hidden-emergence-tiny", ["eval.interventions.cpu_max_batch=64"])) != run_id(cfg)
+
+
+def test_the_evaluation_samples_in_the_capped_passes(monkeypatch):
+    from conceptlab.studies import emergence
+
+    seen = []
+
+    class _Stop(Exception):
+        pass
+
+    def evaluate(model, interventions, targets, context, probe, n, steps, generator, max_batch, noise_seed):
+        seen.append(max_batch)
+        raise _Stop()
+
+    monkeypatch.setattr(emergence, "intervention_context", lambda cfg, dgp, model, reference: None)
+    monkeypatch.setattr(emergence, "_reference_model", lambda cfg, model, checkpoints: None)
+    monkeypatch.setattr(emergence, "with_naive_repeats", lambda interventions, targets, context: interventions)
+    monkeypatch.setattr(emergence, "evaluate_interventions", evaluate)
+    cfg = load_config("hidden-emergence-tiny", ["eval.interventions.max_batch=1000",
+                                                "eval.interventions.cpu_max_batch=128"])
+    measurement = emergence.intervention_measurement(cfg, build_data(cfg.data), torch.nn.Linear(1, 1), None, [])
+    with pytest.raises(_Stop):
+        measurement.measure(100)
+    assert seen == [128]
