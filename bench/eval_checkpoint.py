@@ -2,7 +2,8 @@
 
 - ours: the run's own per-checkpoint measurements, `studies.concept_space.concept_space_measurement` (every class,
   `eval.samples_per_class` each, one pass) and `studies.emergence.intervention_measurement` (every intervention
-  variant of every target, `eval.interventions.samples` each, in passes of `max_batch`), bf16 where native;
+  variant of every target, `eval.interventions.samples` each, in passes of `max_batch`, at most `cpu_max_batch` on
+  a CPU), bf16 where native;
 - reference (the authors' way): the same images, one class prompt (or one intervention variant's prompt) at a
   time in batches of `--ref-batch` (32), the spec's ancestral sampler in fp32 eager under no_grad, each batch then
   read by the same concept probe in fp32. Latent edits are not applied on the reference side (editing a per-block
@@ -29,7 +30,8 @@ import benchlib
 from conceptlab.interventions import build_interventions, build_variants
 from conceptlab.probes.concept_classifier import ConceptProbe, read_concepts
 from conceptlab.studies.concept_space import concept_space_measurement
-from conceptlab.studies.emergence import intervention_context, intervention_measurement, with_naive_repeats
+from conceptlab.studies.emergence import (images_per_pass, intervention_context, intervention_measurement,
+                                         with_naive_repeats)
 from conceptlab.train.checkpoints import prefixed, save_checkpoint
 
 QUICK = ["model.widths=[16,32]", "eval.samples_per_class=2", "eval.interventions.samples=2"]
@@ -41,7 +43,8 @@ def main() -> None:
     parser.add_argument("--sample-steps", type=int, default=None, help="eval.sample_steps (default: the preset's)")
     parser.add_argument("--ref-batch", type=int, default=32, help="the reference's images per sampling batch")
     parser.add_argument("--max-batch", type=int, default=None,
-                        help="also time ours with eval.interventions.max_batch set to this (a third side)")
+                        help="also time ours in passes of exactly this many images (a third side: "
+                        "eval.interventions.max_batch set to it, no CPU cap)")
     args = parser.parse_args()
     overrides = list(args.overrides)
     if args.quick:
@@ -68,7 +71,8 @@ def main() -> None:
         measurements.append(intervention_measurement(cfg, dgp, model, probe, [(1, path)]))
     lever = None
     if args.max_batch and iv is not None:
-        cfg_b = benchlib.load(args.preset, [*overrides, f"eval.interventions.max_batch={args.max_batch}"])[0]
+        cfg_b = benchlib.load(args.preset, [*overrides, f"eval.interventions.max_batch={args.max_batch}",
+                                            "eval.interventions.cpu_max_batch=null"])[0]
         lever = [concept_space_measurement(cfg_b, dgp, model, probe),
                  intervention_measurement(cfg_b, dgp, model, probe, [(1, path)])]
 
@@ -105,7 +109,8 @@ def main() -> None:
     sides = {"ours": run_ours, "reference": run_reference}
     if lever is not None:
         sides[f"ours max_batch {args.max_batch}"] = lambda: [m.measure(1) for m in lever]
-        print(f"third side: ours with eval.interventions.max_batch={args.max_batch} (the preset: {iv.max_batch})")
+        print(f"third side: ours in passes of {args.max_batch} images (the preset's on this machine: "
+              f"{images_per_pass(iv, torch.device('cpu'))})")
     times = benchlib.interleaved(sides, args.reps)
     for name in sides:
         print(f"{name:<10} s/checkpoint: {benchlib.fmt_spread(times[name], 's', digits=2)}; "

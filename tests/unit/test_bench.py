@@ -61,6 +61,13 @@ def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     assert len(RATIO.findall(out)) == 2 and "ratio training step, channels_last (reference/ours)" in out, out
 
 
+def test_the_sampling_bench_times_a_lever_as_a_further_side():
+    out = run_bench("sampling.py", "--quick", "--preset", "micro", "--reps", "1", "--levers", "channels_last")
+    assert re.search(r"^lever channels_last: first sampling \d+\.\d s", out, re.M), out
+    assert re.search(r"^ours\+channels_last s/sampling: " + SPREAD.pattern, out, re.M), out
+    assert len(RATIO.findall(out)) == 2 and "ratio sampling, channels_last (reference/ours)" in out, out
+
+
 def test_the_run_time_prediction_prints_every_term():
     out = run_bench("predict_run_time.py", "--quick", "--presets", "micro", "bumps-micro")
     for preset in ("micro", "bumps-micro"):
