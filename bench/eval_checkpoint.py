@@ -21,6 +21,7 @@ second, and the ratio.
 from __future__ import annotations
 
 import argparse
+import copy
 import tempfile
 from pathlib import Path
 
@@ -45,6 +46,9 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=None,
                         help="also time ours in passes of exactly this many images (a third side: "
                         "eval.interventions.max_batch set to it, no CPU cap)")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="also time ours with eval.channels_last (the network in channels-last memory format; "
+                        "a further side)")
     args = parser.parse_args()
     overrides = list(args.overrides)
     if args.quick:
@@ -75,6 +79,14 @@ def main() -> None:
                                             "eval.interventions.cpu_max_batch=null"])[0]
         lever = [concept_space_measurement(cfg_b, dgp, model, probe),
                  intervention_measurement(cfg_b, dgp, model, probe, [(1, path)])]
+
+    last = None
+    if args.channels_last:
+        cfg_c = benchlib.load(args.preset, [*overrides, "eval.channels_last=true"])[0]
+        model_c = copy.deepcopy(model).to(memory_format=torch.channels_last)  # what the run's checkpoint loop does
+        last = [concept_space_measurement(cfg_c, dgp, model_c, probe)]
+        if iv is not None:
+            last.append(intervention_measurement(cfg_c, dgp, model_c, probe, [(1, path)]))
 
     # what the reference generates: every class's samples, then every variant's (the same list ours samples)
     jobs = [(dgp.class_prompt(c), cfg.eval.samples_per_class) for c in dgp.classes]
@@ -111,6 +123,9 @@ def main() -> None:
         sides[f"ours max_batch {args.max_batch}"] = lambda: [m.measure(1) for m in lever]
         print(f"third side: ours in passes of {args.max_batch} images (the preset's on this machine: "
               f"{images_per_pass(iv, torch.device('cpu'))})")
+    if last is not None:
+        sides["ours+channels_last"] = lambda: [m.measure(1) for m in last]
+        print("further side: ours with eval.channels_last")
     times = benchlib.interleaved(sides, args.reps)
     for name in sides:
         print(f"{name:<10} s/checkpoint: {benchlib.fmt_spread(times[name], 's', digits=2)}; "
@@ -120,6 +135,8 @@ def main() -> None:
         name = f"ours max_batch {args.max_batch}"
         print(benchlib.ratio_line(f"checkpoint evaluation, max_batch {args.max_batch}", times["reference"],
                                   times[name]))
+    if last is not None:
+        print(benchlib.ratio_line("checkpoint evaluation, channels_last", times["reference"], times["ours+channels_last"]))
     scratch.cleanup()
 
 

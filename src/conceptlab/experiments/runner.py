@@ -262,6 +262,8 @@ def measure_checkpoints(
     total = sum(len(due[m.name]) for m in measurements)
     expected = cfg.training_hash()
     model.eval()
+    if cfg.eval.channels_last:  # loading a checkpoint copies into these tensors, so the format stays
+        model.to(memory_format=torch.channels_last)
     with progress_bar(console, progress) as bar, tensorboard_log(cfg, run) as board:
         task = bar.add_task("evaluate", total=total, completed=total - sum(len(p) for _, _, p in todo), info="")
         for step, path, pending in todo:
