@@ -68,6 +68,14 @@ def test_the_sampling_bench_times_a_lever_as_a_further_side():
     assert len(RATIO.findall(out)) == 2 and "ratio sampling, channels_last (reference/ours)" in out, out
 
 
+def test_the_evaluation_bench_times_channels_last_and_a_pass_size_as_further_sides():
+    out = run_bench("eval_checkpoint.py", "--quick", "--reps", "1", "--channels-last", "--max-batch", "4")
+    assert re.search(r"^ours\+channels_last s/checkpoint: " + SPREAD.pattern, out, re.M), out
+    assert re.search(r"^ours max_batch 4 s/checkpoint: " + SPREAD.pattern, out, re.M), out
+    assert "third side: ours in passes of 4 images" in out, out
+    assert len(RATIO.findall(out)) == 3 and "ratio checkpoint evaluation, channels_last (reference/ours)" in out, out
+
+
 def test_the_run_time_prediction_prints_every_term():
     out = run_bench("predict_run_time.py", "--quick", "--presets", "micro", "bumps-micro")
     for preset in ("micro", "bumps-micro"):
