@@ -24,6 +24,9 @@ from conceptlab.report.style import COLUMN, PAGE, REFERENCE, color, panel_grid, 
 VERDICT_MARK = {"reproduced": "✓ reproduced", "mixed": "◐ mixed", "not reproduced": "✗ not reproduced",
                 "incomplete": "… incomplete", "not run": "— not run"}
 SETUP = {"paper": "paper", "fast": "fast variant", None: "—"}
+# a run read by several findings (one run set serves memorization, the turn and the gated flow; a gap-width set holds
+# copies of composition's runs) counts in each of them, so the findings' run times do not add up to the suite's
+SHARED_RUNS = "; a run another finding reads too, or copied from a twin, counts in each"
 
 
 def _num(x: Any, digits: int = 3) -> str:
@@ -204,7 +207,7 @@ def findings_markdown(result: dict) -> str:
                          for n, s in f["run_sets"].items())
         out += [f"Command: `{f['command']}`. Runs: {sets}. Machine: {', '.join(f['machines']) or '—'}; "
                 f"precision: {', '.join(f['precision']) or '—'}; {_threads(f)}code: {', '.join(f['code']) or '—'}; "
-                f"run time (sum over its runs): {hms(f.get('run_seconds'))}.", ""]
+                f"run time (sum over the runs it reads{SHARED_RUNS}): {hms(f.get('run_seconds'))}.", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -241,7 +244,8 @@ def findings_html(result: dict, root: Path) -> str:
             body.append(f"<p class=\"muted\">Command: <code>{html.escape(f['command'])}</code>. Machine: "
                         f"{html.escape(', '.join(f['machines']) or '—')}; precision: "
                         f"{html.escape(', '.join(f['precision']) or '—')}; {html.escape(_threads(f))}code: "
-                        f"{html.escape(', '.join(f['code']) or '—')}; run time: {hms(f.get('run_seconds'))}.</p>")
+                        f"{html.escape(', '.join(f['code']) or '—')}; run time (sum over the runs it reads"
+                        f"{html.escape(SHARED_RUNS)}): {hms(f.get('run_seconds'))}.</p>")
         sections.append((f["name"], f["name"], "".join(body)))
     return page("Findings", f"scale {html.escape(result['scale'])}", sections)
 
