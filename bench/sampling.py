@@ -10,7 +10,8 @@ alternate A B A B for `--reps` repetitions. Prints min / median / max seconds of
 
 `--levers` adds our sampler under a lever as further interleaved sides, each with its ratio to the reference:
 `compile` (`torch.compile` of the network; the compile time, its first sampling, is printed apart and not in the
-times) and `channels_last` (weights and images in channels-last memory format).
+times) and `channels_last` (the network's weights in channels-last memory format, as `eval.channels_last` runs it;
+the convolutions' outputs follow).
 
     .venv/bin/python bench/sampling.py [--preset paper] [--images 32] [--sample-steps 50] [--reps 3]
     .venv/bin/python bench/sampling.py --levers compile channels_last
