@@ -70,23 +70,23 @@ def main() -> None:
     scratch = tempfile.TemporaryDirectory(prefix="eval-checkpoint-")
     path = save_checkpoint(Path(scratch.name), 1, prefixed("model.", model.state_dict()),
                            {"config_hash": cfg.training_hash(), "metrics": {}, "has_ema": False})
-    measurements = [concept_space_measurement(cfg, dgp, model, probe)]
-    if iv is not None:
-        measurements.append(intervention_measurement(cfg, dgp, model, probe, [(1, path)]))
+
+    def measurements_of(extra: list[str], net=model) -> list:
+        """The run's per-checkpoint measurements under the preset plus `extra` overrides, on `net`."""
+        run_cfg = benchlib.load(args.preset, [*overrides, *extra])[0] if extra else cfg
+        out = [concept_space_measurement(run_cfg, dgp, net, probe)]
+        if iv is not None:
+            out.append(intervention_measurement(run_cfg, dgp, net, probe, [(1, path)]))
+        return out
+
+    measurements = measurements_of([])
     lever = None
     if args.max_batch and iv is not None:
-        cfg_b = benchlib.load(args.preset, [*overrides, f"eval.interventions.max_batch={args.max_batch}",
-                                            "eval.interventions.cpu_max_batch=null"])[0]
-        lever = [concept_space_measurement(cfg_b, dgp, model, probe),
-                 intervention_measurement(cfg_b, dgp, model, probe, [(1, path)])]
-
+        lever = measurements_of([f"eval.interventions.max_batch={args.max_batch}",
+                                 "eval.interventions.cpu_max_batch=null"])
     last = None
-    if args.channels_last:
-        cfg_c = benchlib.load(args.preset, [*overrides, "eval.channels_last=true"])[0]
-        model_c = copy.deepcopy(model).to(memory_format=torch.channels_last)  # what the run's checkpoint loop does
-        last = [concept_space_measurement(cfg_c, dgp, model_c, probe)]
-        if iv is not None:
-            last.append(intervention_measurement(cfg_c, dgp, model_c, probe, [(1, path)]))
+    if args.channels_last:  # the network in channels-last, as the run's checkpoint loop sets it
+        last = measurements_of(["eval.channels_last=true"], copy.deepcopy(model).to(memory_format=torch.channels_last))
 
     # what the reference generates: every class's samples, then every variant's (the same list ours samples)
     jobs = [(dgp.class_prompt(c), cfg.eval.samples_per_class) for c in dgp.classes]
@@ -136,7 +136,8 @@ def main() -> None:
         print(benchlib.ratio_line(f"checkpoint evaluation, max_batch {args.max_batch}", times["reference"],
                                   times[name]))
     if last is not None:
-        print(benchlib.ratio_line("checkpoint evaluation, channels_last", times["reference"], times["ours+channels_last"]))
+        print(benchlib.ratio_line("checkpoint evaluation, channels_last", times["reference"],
+                                  times["ours+channels_last"]))
     scratch.cleanup()
 
 

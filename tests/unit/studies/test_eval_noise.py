@@ -91,24 +91,11 @@ def test_abstractions_measurements_read_the_runs_own_seed(monkeypatch):
     assert seen == [base, run_noise_seed(base, load_config("abstractions-micro", ["train.train_seed=5"]))]
 
 
-def test_intervention_streams_draw_from_the_runs_own_seed(monkeypatch):
-    from conceptlab.studies import emergence
-
+def test_intervention_streams_draw_from_the_runs_own_seed(intervention_call):
     seen = []
-
-    def evaluate(model, interventions, targets, context, probe, n, steps, generator, max_batch, noise_seed):
-        seen.append((generator.initial_seed(), noise_seed))
-        raise _Drawn()
-
-    monkeypatch.setattr(emergence, "intervention_context", lambda cfg, dgp, model, reference: None)
-    monkeypatch.setattr(emergence, "_reference_model", lambda cfg, model, checkpoints: None)
-    monkeypatch.setattr(emergence, "with_naive_repeats", lambda interventions, targets, context: interventions)
-    monkeypatch.setattr(emergence, "evaluate_interventions", evaluate)
     for overrides in ([], ["eval.noise_per_run=true"]):
-        cfg = load_config("hidden-emergence-tiny", ["train.train_seed=9", *overrides])
-        measurement = emergence.intervention_measurement(cfg, build_data(cfg.data), _FakeModel(), None, [])
-        with pytest.raises(_Drawn):
-            measurement.measure(100)
+        called = intervention_call(load_config("hidden-emergence-tiny", ["train.train_seed=9", *overrides]))
+        seen.append((called["generator"].initial_seed(), called["noise_seed"]))
     base = load_config("hidden-emergence-tiny", []).eval.interventions.seed
     own = run_noise_seed(base, load_config("hidden-emergence-tiny", ["train.train_seed=9"]))
     assert seen == [(base, base), (own, own)]

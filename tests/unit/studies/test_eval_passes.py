@@ -5,7 +5,6 @@ import torch
 
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.sweep import run_id
-from conceptlab.studies import build_data
 from conceptlab.studies.emergence import images_per_pass
 
 
@@ -30,25 +29,7 @@ def test_no_cap_by_default_and_the_default_keeps_every_run_id():
     assert run_id(load_config("hidden-emergence-tiny", ["eval.interventions.cpu_max_batch=64"])) != run_id(cfg)
 
 
-def test_the_evaluation_samples_in_the_capped_passes(monkeypatch):
-    from conceptlab.studies import emergence
-
-    seen = []
-
-    class _Stop(Exception):
-        pass
-
-    def evaluate(model, interventions, targets, context, probe, n, steps, generator, max_batch, noise_seed):
-        seen.append(max_batch)
-        raise _Stop()
-
-    monkeypatch.setattr(emergence, "intervention_context", lambda cfg, dgp, model, reference: None)
-    monkeypatch.setattr(emergence, "_reference_model", lambda cfg, model, checkpoints: None)
-    monkeypatch.setattr(emergence, "with_naive_repeats", lambda interventions, targets, context: interventions)
-    monkeypatch.setattr(emergence, "evaluate_interventions", evaluate)
+def test_the_evaluation_samples_in_the_capped_passes(intervention_call):
     cfg = load_config("hidden-emergence-tiny", ["eval.interventions.max_batch=1000",
                                                 "eval.interventions.cpu_max_batch=128"])
-    measurement = emergence.intervention_measurement(cfg, build_data(cfg.data), torch.nn.Linear(1, 1), None, [])
-    with pytest.raises(_Stop):
-        measurement.measure(100)
-    assert seen == [128]
+    assert intervention_call(cfg)["max_batch"] == 128  # the model is on the CPU
