@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 from scipy.stats import norm, spearmanr
+from scipy.stats import t as student_t
 from torch import Tensor
 
 
@@ -113,14 +114,41 @@ def measure_agreement(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def paired_stderr(trained: Tensor, control: Tensor, sizes: Tensor | None = None, floor: float = 0.0) -> Tensor:
+    """Standard error at each τ of the difference of two curves measured on the same units (the same draws, paths,
+    roots or held-out clusters), from their per-unit totals `[T, G]` and the units' sizes `[G]` (None: 1 each).
+
+    A curve's value at τ is Σ_g totals / Σ_g sizes; the difference's error is the cluster-robust one of a ratio mean,
+    √(G/(G − 1) · Σ_g (d_g − n_g·D)²) / N with d_g the units' differences, n_g their sizes, N = Σ n_g and D = Σ d_g / N
+    — for units of size 1 the standard error of the mean of paired differences, std(d)/√G. Correlated noise shared
+    by the two curves cancels here, where √(se_t² + se_c²) counts it twice. `floor`: the least error returned (e.g.
+    one row's worth, 1/N, for an accuracy, so a difference that every unit shows alike is not infinitely sure)."""
+    t, c = torch.as_tensor(trained, dtype=torch.float64), torch.as_tensor(control, dtype=torch.float64)
+    if t.dim() != 2 or t.shape != c.shape or t.shape[1] < 2:
+        raise ValueError(f"need per-unit totals [T, G ≥ 2] of the same shape, got {tuple(t.shape)}, {tuple(c.shape)}")
+    g = t.shape[1]
+    n = torch.ones(g, dtype=torch.float64) if sizes is None else torch.as_tensor(sizes, dtype=torch.float64)
+    if n.shape != (g,) or not bool((n > 0).all()):
+        raise ValueError(f"sizes must be [{g}] and positive, got {tuple(n.shape)}")
+    d = t - c
+    total = float(n.sum())
+    mean = d.sum(1, keepdim=True) / total
+    se = (g / (g - 1) * ((d - n * mean) ** 2).sum(1)).sqrt() / total
+    return se.clamp_min(floor)
+
+
 def departure(trained: Sequence[float], control: Sequence[float], margin: float,
               trained_stderr: Sequence[float] | None = None, control_stderr: Sequence[float] | None = None,
-              alpha: float = 0.05) -> dict:
+              alpha: float = 0.05, difference_stderr: Sequence[float] | None = None, df: float | None = None) -> dict:
     """Whether a trained curve departs from a control's on the same τ grid: at some τ they differ by more than
     `margin` × the trained curve's range (|last − first|) *and* by more than their measurement noise.
 
-    Noise: a two-sided z test at each τ, |t − c| > z·√(se_t² + se_c²), Bonferroni-corrected over the grid's n
-    points (z = Φ⁻¹(1 − α/2n)), so an identical-in-expectation control passes at some τ with probability ≤ α.
+    Noise: a two-sided z test at each τ, |t − c| > z·se, Bonferroni-corrected over the grid's n points
+    (z = Φ⁻¹(1 − α/2n)), so an identical-in-expectation control passes at some τ with probability ≤ α. se is
+    `difference_stderr` where given (the paired test: the error of the difference itself, `paired_stderr`), else
+    √(se_t² + se_c²) (unpaired: right for independent measurements, too large where they share noise). With `df`
+    (the degrees of freedom of an estimated se, G − 1 for G paired units) the critical value is Student's t's
+    quantile, not the normal's: with 64 units and 21 τ the normal one rejects equal curves ~1.7× as often as α.
     No stderr given (None) counts as 0 (the margin alone); a NaN stderr at a τ means that τ cannot pass.
     Returns {"departs", "departs_margin" (the margin alone, the test before 2026-12-04), "gap" (the largest
     |t − c| / range), "z" (the largest |t − c| / se among the τ beyond the margin; inf where se = 0, None where no τ
@@ -143,11 +171,15 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
             raise ValueError(f"stderr of shape {tuple(s.shape)} for curves of {tuple(t.shape)}")
         return s
 
-    noise = (se(trained_stderr) ** 2 + se(control_stderr) ** 2).sqrt()
+    noise = (se(difference_stderr) if difference_stderr is not None
+             else (se(trained_stderr) ** 2 + se(control_stderr) ** 2).sqrt())
     scale = abs(float(t[-1] - t[0])) or 1e-12
     diff = (t - c).abs()
     beyond_margin = diff / scale > margin
-    z_needed = float(norm.ppf(1 - alpha / (2 * t.numel())))
+    if df is not None and not df > 0:
+        raise ValueError(f"df must be positive, got {df}")
+    level = 1 - alpha / (2 * t.numel())
+    z_needed = float(norm.ppf(level) if df is None else student_t.ppf(level, df))
     z = torch.where(noise > 0, diff / noise.clamp_min(1e-300), torch.where(diff > 0, math.inf, 0.0))
     z_beyond = z[beyond_margin]
     return {"departs": bool((beyond_margin & (z > z_needed)).any()), "departs_margin": bool(beyond_margin.any()),

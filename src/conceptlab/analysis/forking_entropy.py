@@ -50,6 +50,7 @@ class ForkingEntropyCurve:
     forks: int
     normalised: bool
     sigma: Tensor | None = None  # [T] VE σ at each τ
+    per_root: Tensor | None = None  # [T, R] each root's entropy (the units whose mean is `entropy`)
 
     @property
     def prior_entropy(self) -> float:
@@ -68,11 +69,12 @@ def forking_entropy_curve(
     tau_list = check_taus(taus)
     if len(classes_per_tau) != len(tau_list):
         raise ValueError(f"got {len(classes_per_tau)} class tables for {len(tau_list)} fork times")
-    means, errors = [], []
+    means, errors, roots = [], [], []
     for classes in classes_per_tau:
         h = histogram_entropy(classes, num_classes)
         if normalise:
             h = h / math.log(num_classes)
+        roots.append(h)
         means.append(h.mean())
         errors.append(h.std() / math.sqrt(h.numel()) if h.numel() > 1 else torch.zeros((), dtype=h.dtype))
     return ForkingEntropyCurve(
@@ -83,6 +85,7 @@ def forking_entropy_curve(
         forks=int(classes_per_tau[0].shape[1]),
         normalised=normalise,
         sigma=sigma,
+        per_root=torch.stack(roots) if len({r.numel() for r in roots}) == 1 else None,
     )
 
 

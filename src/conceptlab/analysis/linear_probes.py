@@ -48,6 +48,8 @@ class LinearProbeCurve:
     n_test: int
     sigma: Tensor | None = None  # [T] VE σ at each τ, where known
     stderr: Tensor | None = None  # [T] standard error of `accuracy` (`accuracy_stderr`: clustered by group)
+    test_correct: Tensor | None = None  # [T, n_test] bool: each held-out row classified correctly at each τ
+    test_groups: Tensor | None = None  # [n_test] each held-out row's group (None: every row its own)
 
 
 def pooled_features(activation: Tensor, pool: int | None = None) -> Tensor:
@@ -160,6 +162,24 @@ def accuracy_stderr(correct: Tensor, groups: Tensor | None = None) -> float:
     return max(clustered, math.sqrt(plus_two * (1 - plus_two) / n))
 
 
+def cluster_totals(correct: Tensor, groups: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Held-out correctness `[T, N]` (one row per τ) as per-cluster units: correct rows `[T, G]` and cluster sizes
+    `[G]` (clusters in the order of their group ids; `groups` None: every row its own), so the accuracy at each τ is
+    Σ totals / Σ sizes and `analysis.commitment.paired_stderr` gives the clustered error of a difference."""
+    c = correct.double()
+    if c.dim() != 2:
+        raise ValueError(f"correct must be [T, N], got {tuple(c.shape)}")
+    n = c.shape[1]
+    if groups is None:
+        return c, torch.ones(n, dtype=torch.float64)
+    if groups.shape != (n,):
+        raise ValueError(f"groups must be [{n}], got {tuple(groups.shape)}")
+    ids = torch.unique(groups, return_inverse=True)[1]
+    g = int(ids.max()) + 1
+    totals = torch.zeros(c.shape[0], g, dtype=torch.float64).index_add_(1, ids, c)
+    return totals, torch.zeros(g, dtype=torch.float64).index_add_(0, ids, torch.ones(n, dtype=torch.float64))
+
+
 def linear_probe_curves(
     activations: Tensor,
     taus: Sequence[float],
@@ -200,6 +220,8 @@ def linear_probe_curves(
             sigma=sigma,
             stderr=torch.tensor([accuracy_stderr(s.test_correct, None if groups is None else groups[test])
                                  for s in scores], dtype=torch.float64),
+            test_correct=torch.stack([s.test_correct for s in scores]),
+            test_groups=None if groups is None else groups[test],
         )
     return curves
 

@@ -86,6 +86,7 @@ class MICurve:
     mi: Tensor  # [P+1] nats, mi[0] = 0, non-decreasing
     stderr: Tensor  # [P+1] Monte Carlo standard error of mi
     integrand: Tensor  # [P] dI/dτ per cell: g²/(2σ⁴) E‖D_c − D_u‖² at the midpoints (difference estimator)
+    units: Tensor | None = None  # [P+1, U] per-unit contributions whose mean over U is `mi` (see the estimators)
 
     @property
     def snr(self) -> Tensor:
@@ -119,6 +120,9 @@ def mutual_information_curve(
     """The denoiser-difference estimate of I(V; Y_{0..τ}) along generation, midpoint rule over `points` τ-cells.
 
     The denoisers receive σ as a tensor [N] (one value per row, rows of several midpoints share a batch).
+    `units` [P+1, samples_per_point]: the s-th draw of every cell summed along τ (its running midpoint sum), so `mi`
+    is their mean; two networks measured with the same `seed` see the same draws at every (cell, s), so their units
+    pair (`analysis.commitment.paired_stderr`).
     """
     if points <= 0 or samples_per_point <= 0 or batch_size <= 0:
         raise ValueError(f"points, samples_per_point and batch_size must be positive, got {points}, "
@@ -149,6 +153,8 @@ def mutual_information_curve(
         mi=torch.cat([zero, (integrand / points).cumsum(0)]),
         stderr=torch.cat([zero, (var / points**2).cumsum(0).sqrt()]),
         integrand=integrand,
+        units=torch.cat([torch.zeros(1, samples_per_point, dtype=torch.float64),
+                         (weight[:, None] * sq / points).cumsum(0)]),
     )
 
 
@@ -171,6 +177,8 @@ def posterior_bound_curve(
     conditional denoiser, N(a x_i + (1 − a) D(x_i, σ_i, k), σ_{i+1}²(1 − a)) with a = σ_{i+1}²/σ_i²; the running sum
     of log-likelihoods plus log prior, normalised over k, is q(k | path so far). `prior` [K] defaults to uniform.
     The denoiser receives v as class indices [N] (all K values of every path, `batch_size` rows per call).
+    `units` [P+1, paths]: each path's H(V) − (−log q(v | path)), whose mean is `mi`; paired across networks measured
+    with the same `seed` (the same data pairs and noise).
     """
     if points <= 0 or paths <= 0 or batch_size <= 0 or num_classes < 2:
         raise ValueError(f"points, paths and batch_size must be positive and num_classes ≥ 2, got {points}, {paths}, "
@@ -214,7 +222,7 @@ def posterior_bound_curve(
     mi = entropy - ce.mean(1)
     stderr = ce.std(1) / math.sqrt(paths) if paths > 1 else torch.zeros(points + 1, dtype=torch.float64)
     stderr[0] = 0.0
-    return MICurve(tau=tau, sigma=sigma, mi=mi, stderr=stderr, integrand=mi.diff() * points)
+    return MICurve(tau=tau, sigma=sigma, mi=mi, stderr=stderr, integrand=mi.diff() * points, units=entropy - ce)
 
 
 class GaussianMixture:

@@ -210,7 +210,7 @@ def _record(run: RunFolder, measurement: Measurement, step: int, result: StepRes
     """Write one measurement's result at one checkpoint: tensors, then kept samples, then the step file (whose
     existence marks the checkpoint measured, so a crash in between repeats the measurement, never skips it)."""
     if result.tensors is not None:
-        write_tensors(run.step_tensors(measurement.folder, step), result.tensors)
+        write_tensors(run.step_tensors(measurement.folder, step, measurement.piece), result.tensors)
     if result.samples and measurement.samples_file:
         path = run.file(measurement.samples_file)
         old = read_tensors(path) if path.is_file() else {}

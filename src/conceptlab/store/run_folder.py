@@ -204,10 +204,13 @@ class RunFolder:
                 out.append((int(match.group(1)), path))
         return sorted(out)
 
-    def step_tensors(self, directory: str, step: int) -> Path:
-        """The tensors a measurement kept at one checkpoint: `directory/step_XXXXXXX.safetensors` (folders written
-        before this layout named them `cloud_step_XXXXXXX.safetensors`; those are read where no new one exists)."""
-        path = self.step_file(directory, step, suffix=".safetensors")
+    def step_tensors(self, directory: str, step: int, piece: str | None = None) -> Path:
+        """The tensors a measurement kept at one checkpoint: `directory/step_XXXXXXX.safetensors`, or with `piece`
+        `directory/step_XXXXXXX/<piece>.safetensors` (folders written before this layout named them
+        `cloud_step_XXXXXXX.safetensors`; those are read where no new one exists)."""
+        path = self.step_file(directory, step, piece, suffix=".safetensors")
+        if piece is not None:
+            return path
         legacy = self.root / directory / f"cloud_{step_name(step)}.safetensors"
         return legacy if not path.is_file() and legacy.is_file() else path
 

@@ -34,7 +34,8 @@ The classifier is trained on the run's own ground truth: procedural renders, or 
 
 Files (run folder): `abstractions/step_XXXXXXX/{conditional.json, mutual_information.parquet,
 mutual_information_bound.parquet, forking_entropy.parquet, linear_probe.parquet}` (each written atomically and
-skipped when present, so an interrupted evaluation resumes piece by piece), `abstractions.parquet` (long: run, step, measure, attribute, tau, sigma, logsnr,
+skipped when present, so an interrupted evaluation resumes piece by piece; each measure's `<piece>.safetensors` beside
+it keeps its per-unit totals — each draw, path, root or held-out combination — for the paired departure test), `abstractions.parquet` (long: run, step, measure, attribute, tau, sigma, logsnr,
 value, stderr, reference, reference_name), `commitment.parquet` (run, step, measure, attribute, commitment_tau,
 commitment_sigma, commitment_logsnr, start, end, level, rank, primary) and `figures/abstractions.png`.
 """
@@ -57,9 +58,10 @@ from conceptlab.analysis.commitment import (
     commitment_table,
     departure,
     measure_agreement,
+    paired_stderr,
 )
 from conceptlab.analysis.forking_entropy import forking_entropy_curves
-from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations, noisy_inputs
+from conceptlab.analysis.linear_probes import cluster_totals, linear_probe_curves, noisy_activations, noisy_inputs
 from conceptlab.analysis.mutual_information import mutual_information_curve, posterior_bound_curve
 from conceptlab.analysis.representation import check_hook
 from conceptlab.config_base import StrictConfig
@@ -72,7 +74,7 @@ from conceptlab.probes.attribute_classifier import (
     AttributeClassifierConfig,
     load_or_train_attribute_classifier,
 )
-from conceptlab.store.files import read_json, read_parquet
+from conceptlab.store.files import read_json, read_parquet, read_tensors
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import (
     Evaluation,
@@ -142,8 +144,10 @@ class AbstractionsConfig(StrictConfig):
         "(departure_alpha)",
     )
     departure_alpha: float = Field(
-        0.05, gt=0.0, lt=1.0, description="…and by more than their measurement noise: a z test at each τ on the two "
-        "curves' standard errors, Bonferroni over the τ grid at this level (analysis.commitment.departure)",
+        0.05, gt=0.0, lt=1.0, description="…and by more than their measurement noise: a test at each τ on the "
+        "standard error of the two curves' difference, paired on the units they share (the same draws, paths, roots "
+        "or held-out combinations; Student's t on G − 1 degrees of freedom; before 2026-12-05 an unpaired z test on "
+        "√(se_t² + se_c²)), Bonferroni over the τ grid at this level (analysis.commitment.departure)",
     )
     use_ema: bool = True
     seed: int = Field(0, ge=0)
@@ -272,6 +276,18 @@ def _rows(measure: str, attribute: str, taus, values, stderr, process, reference
     })
 
 
+def _keep_units(units: dict | None, measure: str, attribute: str, totals: Tensor | None,
+                sizes: Tensor | None = None) -> None:
+    """Put one curve's per-unit totals `[T, G]` (and its units' sizes `[G]` for a clustered curve) into `units` under
+    `<measure>/<attribute>/totals` and `/sizes` (float32: written beside the piece's table, read by `summarize` for
+    the paired departure test)."""
+    if units is None or totals is None:
+        return
+    units[f"{measure}/{attribute}/totals"] = totals.detach().float().cpu().contiguous()
+    if sizes is not None:
+        units[f"{measure}/{attribute}/sizes"] = sizes.detach().float().cpu().contiguous()
+
+
 def _model_space(dgp, process, rows: Tensor, device) -> Tensor:
     """The combinations at `rows` as model inputs on `device` (converted per batch: the world keeps uint8)."""
     return process.to_model_space(dgp.images(rows)).to(device)
@@ -309,8 +325,9 @@ def _attribute_denoiser_and_pairs(dgp, model, j: int):
 
 
 @torch.no_grad()
-def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
-    """I(V; Y_0..τ) per attribute on the midpoint-rule grid (τ = 0, 1/P, ..., 1), reference H(V) = ln K."""
+def mutual_information_table(a: AbstractionsConfig, dgp, model, units: dict | None = None) -> pd.DataFrame:
+    """I(V; Y_0..τ) per attribute on the midpoint-rule grid (τ = 0, 1/P, ..., 1), reference H(V) = ln K; each
+    draw's running sum into `units` (`_keep_units`), where given."""
     process, net = model.process, model.net
     parts = []
     for j, name in enumerate(dgp.attributes):
@@ -322,14 +339,16 @@ def mutual_information_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
         curve = mutual_information_curve(d_cond, d_uncond, pairs, process, points=a.mi_points,
                                          samples_per_point=a.mi_samples, batch_size=a.batch_size, seed=a.seed + j)
         k = len(dgp.levels[name])
+        _keep_units(units, "mutual_information", name, curve.units)
         parts.append(_rows("mutual_information", name, curve.tau.tolist(), curve.mi, curve.stderr, process,
                            math.log(k), "H(V)"))
     return pd.concat(parts, ignore_index=True)
 
 
 @torch.no_grad()
-def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.DataFrame:
-    """The posterior lower bound on I(V; X_τ) per attribute on the same τ grid, reference H(V) = ln K."""
+def mutual_information_bound_table(a: AbstractionsConfig, dgp, model, units: dict | None = None) -> pd.DataFrame:
+    """The posterior lower bound on I(V; X_τ) per attribute on the same τ grid, reference H(V) = ln K; each path's
+    bound into `units`, where given."""
     process = model.process
     parts = []
     for j, name in enumerate(dgp.attributes):
@@ -339,14 +358,16 @@ def mutual_information_bound_table(a: AbstractionsConfig, dgp, model) -> pd.Data
         curve = posterior_bound_curve(d_cond, pairs, process, k, points=a.mi_bound_points or a.mi_points,
                                       paths=a.mi_paths, batch_size=a.batch_size, seed=a.seed + 41 + j, prior=prior)
         entropy = float(-(prior / prior.sum() * (prior / prior.sum()).clamp_min(1e-300).log()).sum())
+        _keep_units(units, "mutual_information_bound", name, curve.units)
         parts.append(_rows("mutual_information_bound", name, curve.tau.tolist(), curve.mi, curve.stderr, process,
                            entropy, "H(V)"))
     return pd.concat(parts, ignore_index=True)
 
 
 @torch.no_grad()
-def forking_entropy_table(a: AbstractionsConfig, dgp, model, read) -> pd.DataFrame:
-    """Forking entropy / ln K of unconditional generations at each τ of `taus`, reference 1 (the prior)."""
+def forking_entropy_table(a: AbstractionsConfig, dgp, model, read, units: dict | None = None) -> pd.DataFrame:
+    """Forking entropy / ln K of unconditional generations at each τ of `taus`, reference 1 (the prior); each root's
+    entropy into `units`, where given."""
     process = model.process
     device = next(model.parameters()).device
     sizes = {name: len(dgp.levels[name]) for name in dgp.attributes}
@@ -356,6 +377,8 @@ def forking_entropy_table(a: AbstractionsConfig, dgp, model, read) -> pd.DataFra
         a.taus, a.forks, lambda endings: read(process.to_image_space(endings)), sizes, a.sample_steps, gen,
         normalise=True, batch_size=a.batch_size,
     )
+    for name, c in curves.items():
+        _keep_units(units, "forking_entropy", name, c.per_root)
     return pd.concat([_rows("forking_entropy", name, a.taus, c.entropy, c.stderr, process, 1.0, "H(V)/ln K")
                       for name, c in curves.items()], ignore_index=True)
 
@@ -370,9 +393,12 @@ def probe_rows(n_rows: int, n_classes: int, seed: int) -> Tensor:
 
 
 @torch.no_grad()
-def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = False) -> pd.DataFrame:
+def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = False,
+                       units: dict | None = None) -> pd.DataFrame:
     """Held-out linear-probe accuracy at each τ of `taus` (null prompt), reference chance = 1/K; with `on_pixels`,
-    probes on the network's inputs themselves (the same noised images, flattened: the `pixels` control)."""
+    probes on the network's inputs themselves (the same noised images, flattened: the `pixels` control). Each
+    held-out combination's correct rows and size into `units`, where given (every network and the pixels see the
+    same images, noise and split, so the combinations pair)."""
     process = model.process
     device = next(model.parameters()).device
     classes = dgp.classes
@@ -389,6 +415,8 @@ def linear_probe_table(a: AbstractionsConfig, dgp, model, on_pixels: bool = Fals
     curves = linear_probe_curves(acts, a.taus, labels, sizes, test_fraction=a.probe_test_fraction, l2=a.probe_l2,
                                  seed=a.seed + 33, groups=idx)  # held-out combinations never seen in training
     # stderr: clustered by held-out combination (its noised copies are not independent trials)
+    for name, c in curves.items():
+        _keep_units(units, "linear_probe", name, *cluster_totals(c.test_correct, c.test_groups))
     return pd.concat([_rows("linear_probe", name, a.taus, c.accuracy, c.stderr, process, c.chance, "chance")
                       for name, c in curves.items()], ignore_index=True)
 
@@ -435,28 +463,64 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
     return out
 
 
-def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, alpha: float = 0.05) -> dict:
+def difference_stderr(units: dict, source: str, measure: str, attribute: str) -> Tensor | None:
+    """The paired standard error at each τ of trained − `source` on one curve, from both curves' per-unit totals in
+    `units` ({source: {"<measure>/<attribute>/totals" | "…/sizes": tensor}}, as the pieces keep them); None where
+    either has none. A probe's accuracy difference is floored at one held-out row's worth (1/N)."""
+    key = f"{measure}/{attribute}"
+    mine, theirs = units.get("trained", {}), units.get(source, {})
+    if f"{key}/totals" not in mine or f"{key}/totals" not in theirs:
+        return None
+    sizes = mine.get(f"{key}/sizes")
+    other = theirs.get(f"{key}/sizes")
+    if (sizes is None) != (other is None) or (sizes is not None and not torch.equal(sizes, other)):
+        raise ValueError(f"{source} {key}: its units are not the trained curve's (sizes differ), so they do not pair")
+    floor = 1.0 / float(sizes.sum()) if measure == "linear_probe" and sizes is not None else 0.0
+    return paired_stderr(mine[f"{key}/totals"], theirs[f"{key}/totals"], sizes, floor)
+
+
+def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, alpha: float = 0.05,
+                    units: dict | None = None) -> dict:
     """Per control: its commitment τ per measure × attribute, and whether the trained curve departs from it — differs
     at some τ by more than `margin` of the trained curve's range (|end − start|) and by more than the two curves'
     noise (`analysis.commitment.departure`, level `alpha` over the τ grid; `departs_margin`: the margin alone) — and,
     per measure × attribute, whether the trained curve departs from every control it has (where a commitment time
-    means something); the trained model's own commitment τ under `trained`, so every source reads the same way."""
+    means something); the trained model's own commitment τ under `trained`, so every source reads the same way.
+
+    With `units` (per source, the pieces' per-unit totals; `difference_stderr`) the noise is the paired error of the
+    difference (`departure_paired` true; both curves are measured on the same draws, so noise they share cancels),
+    and `departure_z_unpaired` keeps the largest z of the unpaired test √(se_t² + se_c²) for comparison; without,
+    the unpaired test alone. `departure_z`: the largest |t − c| / se beyond the margin (a t statistic on G − 1
+    degrees of freedom where paired), `departure_z_needed`: the critical value it had to exceed."""
     trained = curves[curves["source"] == "trained"]
     out: dict = {}
     departs_all: dict[str, dict[str, bool]] = {}
+
+    def z_value(d: dict):
+        return None if d["z"] is None else (round(d["z"], 3) if math.isfinite(d["z"]) else "inf")
+
     for source in [s for s in curves["source"].unique() if s != "trained"]:
-        block: dict = {"commitment_tau": {}, "departs": {}, "departs_margin": {}, "departure_z": {}}
+        block: dict = {"commitment_tau": {}, "departs": {}, "departs_margin": {}, "departure_z": {},
+                       "departure_z_needed": {}, "departure_paired": {}, "departure_z_unpaired": {}}
         for (measure, attribute), g in curves[curves["source"] == source].groupby(["measure", "attribute"]):
             t = trained[(trained["measure"] == measure) & (trained["attribute"] == attribute)].sort_values("tau")
             g = g.sort_values("tau")
             if len(t) != len(g) or not np.allclose(t["tau"].to_numpy(), g["tau"].to_numpy()):
                 raise ValueError(f"{source} {measure} {attribute}: its τ grid differs from the trained curve's")
-            d = departure(t["value"].to_numpy(), g["value"].to_numpy(), margin, t["stderr"].to_numpy(),
-                          g["stderr"].to_numpy(), alpha)
+            paired = None if units is None else difference_stderr(units, source, measure, attribute)
+            if paired is not None and paired.shape[0] != len(t):
+                raise ValueError(f"{source} {measure} {attribute}: {paired.shape[0]} τ of units for {len(t)} of curve")
+            args = (t["value"].to_numpy(), g["value"].to_numpy(), margin, t["stderr"].to_numpy(), g["stderr"].to_numpy(),
+                    alpha)
+            unpaired = departure(*args)
+            d = unpaired if paired is None else departure(*args, difference_stderr=paired,
+                                                          df=units["trained"][f"{measure}/{attribute}/totals"].shape[1] - 1)
             block["departs"].setdefault(measure, {})[attribute] = d["departs"]
             block["departs_margin"].setdefault(measure, {})[attribute] = d["departs_margin"]
-            block["departure_z"].setdefault(measure, {})[attribute] = (
-                None if d["z"] is None else (round(d["z"], 3) if math.isfinite(d["z"]) else "inf"))
+            block["departure_z"].setdefault(measure, {})[attribute] = z_value(d)
+            block["departure_z_needed"].setdefault(measure, {})[attribute] = round(d["z_needed"], 3)
+            block["departure_paired"].setdefault(measure, {})[attribute] = paired is not None
+            block["departure_z_unpaired"].setdefault(measure, {})[attribute] = z_value(unpaired)
             departs_all.setdefault(measure, {}).setdefault(attribute, True)
             departs_all[measure][attribute] &= d["departs"]
             row = commit[(commit["source"] == source) & (commit["measure"] == measure) &
@@ -536,8 +600,14 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
     commit = pd.concat([commit, *control_commits], ignore_index=True)
     table.insert(0, "run", run.name)
     commit.insert(0, "run", run.name)
+    units: dict[str, dict[str, Tensor]] = {}  # per source, the final checkpoint's per-unit totals (paired test)
+    for source, prefix in {"trained": "", **CONTROL_PREFIX}.items():
+        for m in MEASURES:
+            path = run.step_tensors(DIRECTORY, final, prefix + m)
+            if path.is_file():
+                units.setdefault(source, {}).update(read_tensors(path))
     controls = control_summary(table[table["step"] == final], commit[commit["step"] == final], a.departure_margin,
-                               a.departure_alpha)
+                               a.departure_alpha, units)
     trained_table, commit_all = table[table["source"] == "trained"], commit
     commit = commit[commit["source"] == "trained"]
 
@@ -613,9 +683,10 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
-    version = 6  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
+    version = 7  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
     # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03); 5: probe
-    # stderr, departures beyond noise; 6: the probe stderr clustered by held-out combination (2026-12-04)
+    # stderr, departures beyond noise; 6: the probe stderr clustered by held-out combination (2026-12-04); 7: the
+    # departure test paired on the curves' shared units (2026-12-05)
     summary_sections = frozenset({
         "agreement", "attributes", "classifier_accuracy", "classifier_source", "classifier_trained_on",
         "commitment_order", "commitment_order_claimed", "commitment_sigma", "commitment_tau", "commitment_tau_mi_final",
@@ -678,16 +749,24 @@ class AbstractionsStudy(StudyBase):
         # the measurements' noise and samples (not the classifier, trained once per data and seed, nor the data's own
         # level sweeps in the summary) are the run's own with eval.noise_per_run
         a = a.model_copy(update={"seed": eval_noise_seed(a.seed, cfg)})
-        pieces: dict[str, Callable[[], pd.DataFrame | dict]] = {
-            "conditional": lambda: conditional_accuracy(a, dgp, model, read),
-            "mutual_information": lambda: mutual_information_table(a, dgp, model),
-            "mutual_information_bound": lambda: mutual_information_bound_table(a, dgp, model),
-            "forking_entropy": lambda: forking_entropy_table(a, dgp, model, read),
-            "linear_probe": lambda: linear_probe_table(a, dgp, model),
+        # each piece: units → its rows, filling units (name → per-unit tensor) for the paired departure test
+        pieces: dict[str, Callable[[dict], pd.DataFrame | dict]] = {
+            "conditional": lambda units: conditional_accuracy(a, dgp, model, read),
+            "mutual_information": lambda units: mutual_information_table(a, dgp, model, units),
+            "mutual_information_bound": lambda units: mutual_information_bound_table(a, dgp, model, units),
+            "forking_entropy": lambda units: forking_entropy_table(a, dgp, model, read, units),
+            "linear_probe": lambda units: linear_probe_table(a, dgp, model, units=units),
         }
 
+        def with_units(piece: str, table: Callable[[dict], pd.DataFrame | dict]) -> Callable[[int], StepResult]:
+            def measure(step: int) -> StepResult:
+                units: dict = {}
+                rows = table(units)
+                return StepResult(rows, tensors=units or None, info=piece)
+            return measure
+
         def measurement(piece: str) -> Measurement:
-            return Measurement(piece, lambda step: StepResult(pieces[piece](), info=piece), every=a.every,
+            return Measurement(piece, with_units(piece, pieces[piece]), every=a.every,
                                use_ema=a.use_ema, directory=DIRECTORY, piece=piece,
                                suffix=".json" if piece == "conditional" else ".parquet")
 
@@ -699,19 +778,21 @@ class AbstractionsStudy(StudyBase):
                 networks[source] = build(cfg, dgp, model)
             return networks[source]
 
-        controls = {f"{CONTROL_PREFIX[source]}{m}": (lambda m=m, source=source: control_pieces(m)(control_network(source)))
+        controls = {f"{CONTROL_PREFIX[source]}{m}": (lambda units, m=m, source=source:
+                                                     control_pieces(m)(control_network(source), units))
                     for source in ("untrained", "random_init") if source in a.controls for m in MEASURES}
         if "pixels" in a.controls:
-            controls[f"{CONTROL_PREFIX['pixels']}linear_probe"] = lambda: linear_probe_table(a, dgp, model, True)
+            controls[f"{CONTROL_PREFIX['pixels']}linear_probe"] = lambda units: linear_probe_table(a, dgp, model, True,
+                                                                                                  units)
 
         def control_pieces(m: str):
-            return {"mutual_information": lambda net: mutual_information_table(a, dgp, net),
-                    "mutual_information_bound": lambda net: mutual_information_bound_table(a, dgp, net),
-                    "forking_entropy": lambda net: forking_entropy_table(a, dgp, net, read),
-                    "linear_probe": lambda net: linear_probe_table(a, dgp, net)}[m]
+            return {"mutual_information": lambda net, units: mutual_information_table(a, dgp, net, units),
+                    "mutual_information_bound": lambda net, units: mutual_information_bound_table(a, dgp, net, units),
+                    "forking_entropy": lambda net, units: forking_entropy_table(a, dgp, net, read, units),
+                    "linear_probe": lambda net, units: linear_probe_table(a, dgp, net, units=units)}[m]
 
         def control(piece: str) -> Measurement:
-            return Measurement(piece, lambda step: StepResult(controls[piece](), info=piece), every=None,
+            return Measurement(piece, with_units(piece, controls[piece]), every=None,
                                use_ema=a.use_ema, directory=DIRECTORY, piece=piece)
 
         return Evaluation(

@@ -48,6 +48,13 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     assert set(summary["controls"]) == {"trained", "untrained", "pixels", "trained_departs_from_every_control"}
     assert set(summary["commitment_order_claimed"]) == set(MEASURES)
     assert set(summary["controls"]["pixels"]["departs"]) == {"linear_probe"}
+    # every departure paired on the units the two curves share (each piece keeps them beside its table)
+    for source in ("untrained", "pixels"):
+        assert all(all(per.values()) for per in summary["controls"][source]["departure_paired"].values()), source
+    pieces = run_dir / "abstractions" / "step_0000020"
+    assert {p.name for p in pieces.glob("*.safetensors")} == {
+        f"{prefix}{m}.safetensors" for m in MEASURES for prefix in ("", "untrained__")} | {
+        "pixels__linear_probe.safetensors"}
     assert set(summary["conditional_accuracy"]) == {"wall_hue", "shape"}
     assert summary["largest_footprint"] == "wall_hue" and summary["signal_order"] == ["wall_hue", "shape"]
     assert set(summary["seconds"]) >= {"train", "classifier", "conditional", *MEASURES, "total"}
@@ -56,8 +63,7 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     assert "commitment_order.linear_probe" in result.output
 
     # resume after losing one piece: only that piece is measured again
-    pieces = run_dir / "abstractions" / "step_0000020"
-    kept = {p.name: p.stat().st_mtime_ns for p in pieces.iterdir() if p.name != "forking_entropy.parquet"}
+    kept = {p.name: p.stat().st_mtime_ns for p in pieces.iterdir() if not p.name.startswith("forking_entropy.")}
     (pieces / "forking_entropy.parquet").unlink()
     (run_dir / "summary.json").unlink()
     result = runner.invoke(app, ["resume", str(run_dir), "--no-progress", "--threads", "1"])
@@ -66,6 +72,7 @@ def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_p
     assert {p.name: p.stat().st_mtime_ns for p in pieces.iterdir() if p.name in kept} == kept
     again = json.loads((run_dir / "summary.json").read_text())
     assert again["commitment_tau"] == summary["commitment_tau"]  # seeded: the same curves again
+    assert again["controls"] == summary["controls"]  # and the same units, so the same paired departures
     assert again["seconds"]["mutual_information"] == 0 and again["seconds"]["forking_entropy"] > 0
     # the seconds of both invocations are kept
     assert summary["invocations"] == 1 and again["invocations"] == 2

@@ -11,7 +11,9 @@ from conceptlab.analysis.commitment import (
     commitment_time,
     departure,
     measure_agreement,
+    paired_stderr,
 )
+from conceptlab.analysis.linear_probes import accuracy_stderr, cluster_totals
 
 TAU = torch.linspace(0, 1, 11)
 
@@ -106,6 +108,65 @@ def test_departure_holds_its_level_on_controls_equal_in_expectation():
     hits = sum(departure(trained, trained + 0.05 * 2**0.5 * torch.randn(21, generator=g, dtype=torch.float64), 0.0,
                          se, se)["departs"] for _ in range(1000))
     assert 5 <= hits <= 71  # α·1000 + 3 binomial sd; ≥ 5: the test is not dead
+
+
+def _paired_units(g, offset: float, shared: float = 0.3, own: float = 0.02, units: int = 64):
+    """Per-unit totals [21, units] of a trained curve and a control measured on the same draws: each unit carries a
+    large noise both share (the same image, noise or root) and a small one of its own; `offset` apart in mean."""
+    trained = torch.sigmoid(12 * (GRID21 - 0.5))[:, None]
+    common = shared * torch.randn(21, units, generator=g, dtype=torch.float64)
+    t = trained + common + own * torch.randn(21, units, generator=g, dtype=torch.float64)
+    c = trained + offset + common + own * torch.randn(21, units, generator=g, dtype=torch.float64)
+    return t, c
+
+
+def test_paired_stderr_is_the_error_of_the_mean_difference_and_cancels_shared_noise():
+    g = torch.Generator().manual_seed(1)
+    t, c = _paired_units(g, offset=0.03)
+    se = paired_stderr(t, c)
+    assert torch.allclose(se, (t - c).std(1) / 8)  # units of size 1: std of the differences / √G
+    unpaired = (t.std(1) ** 2 / 64 + c.std(1) ** 2 / 64).sqrt()
+    assert bool((se < unpaired / 5).all())  # the shared noise (0.3) cancels; the own noise (0.02) remains
+    # an offset of 0.03 at every τ: lost in the unpaired noise (≈ 0.05), clear in the paired (≈ 0.004)
+    args = (t.mean(1), c.mean(1), 0.0, t.std(1) / 8, c.std(1) / 8)
+    assert not departure(*args)["departs"]
+    d = departure(*args, difference_stderr=se)
+    assert d["departs"] and d["z"] > 2 * d["z_needed"]
+    # clusters: equal to the clustered accuracy error where the control scores nothing (same formula on d = hits)
+    groups = torch.arange(10).repeat_interleave(8)
+    correct = torch.rand(3, 80, generator=g) < torch.linspace(0.2, 0.9, 10).repeat_interleave(8)
+    totals, sizes = cluster_totals(correct, groups)
+    assert torch.equal(totals.sum(1) / sizes.sum(), correct.double().mean(1))
+    se = paired_stderr(totals, torch.zeros_like(totals), sizes)
+    for i in range(3):  # accuracy_stderr: the same clustered error, floored at the plus-two binomial one
+        k = float(correct[i].sum())
+        plus_two = (k + 1) / 82
+        assert accuracy_stderr(correct[i], groups) == pytest.approx(
+            max(float(se[i]), math.sqrt(plus_two * (1 - plus_two) / 80)), rel=1e-9)
+    assert float(se.max()) > math.sqrt(0.25 / 80)  # the clustered error is the binding one somewhere
+    assert float(paired_stderr(totals, totals, sizes, floor=1 / 80)[0]) == pytest.approx(1 / 80)  # identical: floor
+
+
+def test_the_paired_test_holds_its_level_where_the_control_equals_the_trained_curve_in_expectation():
+    """Same draws, no offset: the paired test departs in about α of 400 draws — pairing sharpens, not loosens."""
+    g = torch.Generator().manual_seed(2)
+    hits = normal = 0
+    for _ in range(400):
+        t, c = _paired_units(g, offset=0.0)
+        se = paired_stderr(t, c)
+        hits += departure(t.mean(1), c.mean(1), 0.0, difference_stderr=se, df=63)["departs"]
+        normal += departure(t.mean(1), c.mean(1), 0.0, difference_stderr=se)["departs"]
+    assert 2 <= hits <= 33  # α·400 + 3 binomial sd; ≥ 2: not dead
+    assert normal > hits  # the normal quantile ignores that se is estimated from 64 units
+
+
+def test_paired_stderr_refuses_units_that_do_not_pair():
+    with pytest.raises(ValueError, match="same shape"):
+        paired_stderr(torch.zeros(3, 8), torch.zeros(3, 7))
+    with pytest.raises(ValueError, match="G ≥ 2"):
+        paired_stderr(torch.zeros(3, 1), torch.zeros(3, 1))
+    with pytest.raises(ValueError, match="sizes"):
+        paired_stderr(torch.zeros(3, 8), torch.zeros(3, 8), torch.zeros(8))
 
 
 def test_departure_refuses_bad_input():

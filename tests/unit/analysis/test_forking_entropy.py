@@ -20,6 +20,9 @@ def test_histogram_entropy_known_values():
     curve = forking_entropy_curve([classes, classes[:1]], [0.0, 1.0], 4, normalise=True)
     assert curve.entropy.tolist() == pytest.approx([(0.5 + 1.0) / 3, 0.0])
     assert curve.prior_entropy == 1.0 and curve.forks == 4
+    assert curve.per_root is None  # roots differ in number across τ: no units to pair
+    units = forking_entropy_curve([classes, classes], [0.0, 1.0], 4).per_root
+    assert units.shape == (2, 3) and units[1].tolist() == pytest.approx([0.0, math.log(2), math.log(4)])
     with pytest.raises(ValueError, match="4"):
         histogram_entropy(torch.tensor([[0, 4]]), 4)
     with pytest.raises(ValueError, match="K ≥ 2"):

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from conceptlab.analysis.linear_probes import linear_probe_curves, noisy_activations, pooled_features
+from conceptlab.analysis.linear_probes import cluster_totals, linear_probe_curves, noisy_activations, pooled_features
 from conceptlab.hooks import HookPoint, name_hook_points
 from conceptlab.models.variance_exploding import VarianceExploding
 
@@ -89,6 +89,12 @@ def test_a_group_split_holds_out_whole_groups_and_a_probe_cannot_score_by_recogn
                                       groups=groups)
     assert row_split["a"].accuracy[0] == 1.0  # every test row's template was in training: memorised
     assert group_split["a"].accuracy[0] < 0.9  # unseen templates: about chance
+    curve = group_split["a"]  # its held-out rows as per-template units: 6 templates × 8 copies
+    totals, sizes = cluster_totals(curve.test_correct, curve.test_groups)
+    assert totals.shape == (1, 6) and sizes.tolist() == [8.0] * 6
+    assert float(totals.sum() / sizes.sum()) == pytest.approx(float(curve.accuracy[0]))
+    with pytest.raises(ValueError, match="groups must be"):
+        cluster_totals(curve.test_correct, curve.test_groups[:3])
     with pytest.raises(ValueError, match="groups must be"):
         train_test_split(160, 0.3, seed=0, groups=groups[:10])
     with pytest.raises(ValueError, match="cannot split 2 groups"):

@@ -27,6 +27,7 @@ def test_estimate_matches_reference_mutual_information_along_generation():
     mixture = GaussianMixture(1.5 * SQUARE, std=0.7)
     c = curve(mixture)  # paper's 999 midpoints
     assert c.mi[0] == 0 and bool((c.integrand >= 0).all())
+    assert c.units.shape == (1000, 256) and torch.allclose(c.units.mean(1), c.mi)  # each draw's running sum
     assert torch.allclose(c.sigma[[0, -1]], torch.tensor([50.0, 0.01], dtype=torch.float64))
     for tau in (0.3, 0.45, 0.6, 0.8, 1.0):
         sigma = float(SCHEDULE.sigma(torch.tensor(1.0 - tau)))
@@ -76,6 +77,8 @@ def bound(mixture: GaussianMixture, **kw):
 def test_posterior_bound_matches_reference_and_never_exceeds_entropy():
     mixture = GaussianMixture(1.5 * SQUARE, std=0.7)
     c = bound(mixture, points=100, paths=2000)
+    assert c.units.shape == (101, 2000) and torch.allclose(c.units.mean(1), c.mi)  # each path's bound
+    assert torch.allclose(c.units[1:].std(1) / 2000**0.5, c.stderr[1:])
     assert c.mi[0] == pytest.approx(0.0, abs=1e-12) and bool((c.mi <= mixture.entropy + 1e-9).all())
     for tau in (0.45, 0.6, 0.8, 1.0):
         sigma = float(SCHEDULE.sigma(torch.tensor(1.0 - tau)))
