@@ -27,6 +27,12 @@ pixel probe has less power: measured on seed 0, object hue's z was 2.17 (wall hu
 asks for departure beyond noise from the two network controls, whose z were ≥ 4.5, and from the pixel probe for
 departure beyond the margin only.
 
+Since 2026-12-05 (session 30) the test is paired on the units both curves are measured on (the same draws, paths,
+roots, held-out combinations; Student's t on G − 1 degrees of freedom: critical 3.08 for the probes' 11 τ here). At
+this size on seed 0 (an Intel Xeon with AMX, bf16) the pixel probe's paired z were 3.84 / 2.43 / 5.57 for wall hue /
+object hue / shape (unpaired 2.32 / 2.20 / 3.38), the network controls' ≥ 5.2; the assertions are unchanged, and the
+test also fails if a departure was not paired.
+
 Since 2026-12-03 the controls include a random network (`random_init`: the architecture with random weights in every
 layer; the untrained network's zero-initialised layers make its denoiser ignore the prompt, so its MI and forking
 curves are flat and could not be reached), and the linear probes hold out whole combinations of the world (a probe
@@ -81,6 +87,8 @@ def test_three_level_hierarchy_commits_in_signal_order_under_every_measure(tmp_p
     # no network control reproduces a trained curve: every curve departs beyond the margin and beyond noise
     for source in ("untrained", "random_init"):
         assert all(all(per.values()) for per in controls[source]["departs"].values()), (source, controls[source])
+    for source in ("untrained", "random_init", "pixels"):  # every departure tested on the curves' shared units
+        assert all(all(per.values()) for per in controls[source]["departure_paired"].values()), (source, controls)
     # the pixel probe: beyond the margin on every attribute; beyond noise only at the preset's size (see above)
     pixels = controls["pixels"]
     assert all(pixels["departs_margin"]["linear_probe"].values()), pixels
