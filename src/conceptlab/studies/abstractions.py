@@ -466,10 +466,11 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
 def difference_stderr(units: dict, source: str, measure: str, attribute: str) -> Tensor | None:
     """The paired standard error at each τ of trained − `source` on one curve, from both curves' per-unit totals in
     `units` ({source: {"<measure>/<attribute>/totals" | "…/sizes": tensor}}, as the pieces keep them); None where
-    either has none. A probe's accuracy difference is floored at one held-out row's worth (1/N)."""
+    either has none, or a single unit (`eval.abstractions.mi_samples` or `roots` of 1: no error to estimate). A
+    probe's accuracy difference is floored at one held-out row's worth (1/N)."""
     key = f"{measure}/{attribute}"
     mine, theirs = units.get("trained", {}), units.get(source, {})
-    if f"{key}/totals" not in mine or f"{key}/totals" not in theirs:
+    if f"{key}/totals" not in mine or f"{key}/totals" not in theirs or mine[f"{key}/totals"].shape[-1] < 2:
         return None
     sizes = mine.get(f"{key}/sizes")
     other = theirs.get(f"{key}/sizes")

@@ -104,6 +104,8 @@ def test_units_that_do_not_pair_are_refused():
 
     curves, commit, units = _units_and_curves(offset=0.25)
     assert difference_stderr(units, "random_init", "linear_probe", "shape") is None  # no such control: unpaired
+    one = {source: {"forking_entropy/shape/totals": torch.zeros(11, 1)} for source in ("trained", "pixels")}
+    assert difference_stderr(one, "pixels", "forking_entropy", "shape") is None  # one root: no error to pair
     units["pixels"]["linear_probe/shape/sizes"] = torch.full((16,), 4.0)
     with pytest.raises(ValueError, match="do not pair"):
         control_summary(curves, commit, margin=0.1, units=units)
