@@ -750,13 +750,16 @@ class AbstractionsStudy(StudyBase):
         # the measurements' noise and samples (not the classifier, trained once per data and seed, nor the data's own
         # level sweeps in the summary) are the run's own with eval.noise_per_run
         a = a.model_copy(update={"seed": eval_noise_seed(a.seed, cfg)})
+        def curve_table(m: str, net, units: dict) -> pd.DataFrame:  # one measure's curves of `net` (a network)
+            return {"mutual_information": lambda: mutual_information_table(a, dgp, net, units),
+                    "mutual_information_bound": lambda: mutual_information_bound_table(a, dgp, net, units),
+                    "forking_entropy": lambda: forking_entropy_table(a, dgp, net, read, units),
+                    "linear_probe": lambda: linear_probe_table(a, dgp, net, units=units)}[m]()
+
         # each piece: units → its rows, filling units (name → per-unit tensor) for the paired departure test
         pieces: dict[str, Callable[[dict], pd.DataFrame | dict]] = {
             "conditional": lambda units: conditional_accuracy(a, dgp, model, read),
-            "mutual_information": lambda units: mutual_information_table(a, dgp, model, units),
-            "mutual_information_bound": lambda units: mutual_information_bound_table(a, dgp, model, units),
-            "forking_entropy": lambda units: forking_entropy_table(a, dgp, model, read, units),
-            "linear_probe": lambda units: linear_probe_table(a, dgp, model, units=units),
+            **{m: (lambda units, m=m: curve_table(m, model, units)) for m in MEASURES},
         }
 
         def with_units(piece: str, table: Callable[[dict], pd.DataFrame | dict]) -> Callable[[int], StepResult]:
@@ -780,17 +783,11 @@ class AbstractionsStudy(StudyBase):
             return networks[source]
 
         controls = {f"{CONTROL_PREFIX[source]}{m}": (lambda units, m=m, source=source:
-                                                     control_pieces(m)(control_network(source), units))
+                                                     curve_table(m, control_network(source), units))
                     for source in ("untrained", "random_init") if source in a.controls for m in MEASURES}
         if "pixels" in a.controls:
             controls[f"{CONTROL_PREFIX['pixels']}linear_probe"] = lambda units: linear_probe_table(a, dgp, model, True,
                                                                                                   units)
-
-        def control_pieces(m: str):
-            return {"mutual_information": lambda net, units: mutual_information_table(a, dgp, net, units),
-                    "mutual_information_bound": lambda net, units: mutual_information_bound_table(a, dgp, net, units),
-                    "forking_entropy": lambda net, units: forking_entropy_table(a, dgp, net, read, units),
-                    "linear_probe": lambda net, units: linear_probe_table(a, dgp, net, units=units)}[m]
 
         def control(piece: str) -> Measurement:
             return Measurement(piece, with_units(piece, controls[piece]), every=None,
