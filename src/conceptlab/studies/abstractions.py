@@ -463,8 +463,9 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
     return out
 
 
-def difference_stderr(units: dict, source: str, measure: str, attribute: str) -> Tensor | None:
-    """The paired standard error at each τ of trained − `source` on one curve, from both curves' per-unit totals in
+def difference_stderr(units: dict, source: str, measure: str, attribute: str) -> tuple[Tensor, int] | None:
+    """The paired standard error at each τ of trained − `source` on one curve and the number of units it rests on
+    (its degrees of freedom are one fewer), from both curves' per-unit totals in
     `units` ({source: {"<measure>/<attribute>/totals" | "…/sizes": tensor}}, as the pieces keep them); None where
     either has none, or a single unit (`eval.abstractions.mi_samples` or `roots` of 1: no error to estimate). A
     probe's accuracy difference is floored at one held-out row's worth (1/N)."""
@@ -477,7 +478,8 @@ def difference_stderr(units: dict, source: str, measure: str, attribute: str) ->
     if (sizes is None) != (other is None) or (sizes is not None and not torch.equal(sizes, other)):
         raise ValueError(f"{source} {key}: its units are not the trained curve's (sizes differ), so they do not pair")
     floor = 1.0 / float(sizes.sum()) if measure == "linear_probe" and sizes is not None else 0.0
-    return paired_stderr(mine[f"{key}/totals"], theirs[f"{key}/totals"], sizes, floor)
+    totals = mine[f"{key}/totals"]
+    return paired_stderr(totals, theirs[f"{key}/totals"], sizes, floor), totals.shape[-1]
 
 
 def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, alpha: float = 0.05,
@@ -509,13 +511,13 @@ def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, a
             if len(t) != len(g) or not np.allclose(t["tau"].to_numpy(), g["tau"].to_numpy()):
                 raise ValueError(f"{source} {measure} {attribute}: its τ grid differs from the trained curve's")
             paired = None if units is None else difference_stderr(units, source, measure, attribute)
-            if paired is not None and paired.shape[0] != len(t):
-                raise ValueError(f"{source} {measure} {attribute}: {paired.shape[0]} τ of units for {len(t)} of curve")
+            if paired is not None and paired[0].shape[0] != len(t):
+                raise ValueError(f"{source} {measure} {attribute}: {paired[0].shape[0]} τ of units for {len(t)} of "
+                                 "curve")
             args = (t["value"].to_numpy(), g["value"].to_numpy(), margin, t["stderr"].to_numpy(), g["stderr"].to_numpy(),
                     alpha)
             unpaired = departure(*args)
-            d = unpaired if paired is None else departure(*args, difference_stderr=paired,
-                                                          df=units["trained"][f"{measure}/{attribute}/totals"].shape[1] - 1)
+            d = unpaired if paired is None else departure(*args, difference_stderr=paired[0], df=paired[1] - 1)
             block["departs"].setdefault(measure, {})[attribute] = d["departs"]
             block["departs_margin"].setdefault(measure, {})[attribute] = d["departs_margin"]
             block["departure_z"].setdefault(measure, {})[attribute] = z_value(d)
