@@ -840,6 +840,104 @@ def findings(
         raise typer.Exit(code=1)
 
 
+@app.command("findings-compare")
+def findings_compare(
+    root_a: Path = typer.Argument(..., help="a findings root (or its findings.json), e.g. results"),
+    root_b: Path = typer.Argument(..., help="the other, e.g. a fresh rerun's --root"),
+    runs: bool = typer.Option(True, help="also compare the runs both roots hold under one run id: every summary "
+                              "field and every run-level table (--no-runs: the evaluations alone)"),
+    ignore: Optional[list[str]] = typer.Option(None, "--ignore", help="also leave out these summary fields or "
+                                               "table columns (fnmatch on the dotted path, e.g. 'probe.*'; "
+                                               "repeatable); timings, provenance, bytes on disk, invocations and "
+                                               "a classifier's source are always left out"),
+    rtol: float = typer.Option(0.0, help="numbers within atol + rtol·|b| count as the same (default: exactly equal)"),
+    atol: float = typer.Option(0.0, help="see --rtol"),
+    details: int = typer.Option(5, help="differing summary fields shown per run"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the whole comparison here"),
+    check: bool = typer.Option(False, "--check", help="exit 1 when anything both hold differs (a verdict, a count, a "
+                               "seed's value, a run's field or table)"),
+) -> None:
+    """Compare two evaluations of the findings suite — the run records against a fresh rerun, or two machines' runs:
+    each finding's verdict and per-criterion counts, each report seed's value, control and pass, and (with --runs)
+    the runs both made, field by field and table by table. Each root must have been evaluated (its findings.json)."""
+    from conceptlab.experiments.findings_compare import (
+        IGNORED, CompareError, Tolerance, as_json, compare_evaluations, compare_runs, evaluation_ids, load_evaluation,
+    )
+    from conceptlab.report.findings import hms
+
+    if details < 0:
+        _fail(f"--details must be ≥ 0, got {details}")
+    try:
+        tol = Tolerance(rtol, atol)
+        a, b = load_evaluation(root_a), load_evaluation(root_b)
+    except (CompareError, ValueError, OSError) as err:
+        _fail(one_line(str(err)))
+    for label, root, ev in (("a", root_a, a), ("b", root_b, b)):
+        code = (ev.get("code") or {}).get("git_commit") or "?"
+        machine = (ev.get("machine") or {}).get("cpu") or "?"
+        console.print(f"{label}: {root} — evaluated {ev.get('created', '?')} at {code[:10]} on {machine}; "
+                      f"{(ev.get('runs') or {}).get('total', '?')} runs", markup=False, soft_wrap=True)
+    pairs = compare_evaluations(a, b, tol)
+    headers = ["finding", "verdict a → b", "seeds passing a → b", "seeds equal", "run time a / b"]
+    rows = []
+    for f in pairs:
+        if f.only_in:
+            rows.append([f.name, f"only in {f.only_in}", "", "", ""])
+            continue
+        verdict = f.verdict[0] if f.verdict[0] == f.verdict[1] else f"{f.verdict[0]} → {f.verdict[1]}"
+        counts_a = ", ".join(c.passed[0] or "—" for c in f.criteria)
+        counts_b = ", ".join(c.passed[1] or "—" for c in f.criteria)
+        seeds = [s for c in f.criteria for s in c.seeds]
+        rows.append([("" if f.same else "≠ ") + f.name, str(verdict),
+                     counts_a if counts_a == counts_b else f"{counts_a} → {counts_b}",
+                     f"{sum(s.same for s in seeds)}/{len(seeds)}",
+                     f"{hms(f.run_seconds[0])} / {hms(f.run_seconds[1])}"])
+    table = Table(*headers, box=None)
+    for row in rows:
+        table.add_row(*map(escape, row))
+    natural = sum(max([len(h), *(len(r[i]) for r in rows)]) + 2 for i, h in enumerate(headers))
+    (console if natural <= console.width else Console(width=natural, highlight=False)).print(table)
+    both = [f for f in pairs if not f.only_in]
+    seeds = [s for f in both for c in f.criteria for s in c.seeds]
+    console.print(f"{len(both)} findings in both: {sum(f.verdict[0] == f.verdict[1] for f in both)} with the same "
+                  f"verdict, {sum(f.same for f in both)} the same in every count and seed; {sum(s.same for s in seeds)} "
+                  f"of {len(seeds)} criterion-seeds equal, {sum(not s.same_runs for s in seeds)} read from different "
+                  "run ids (another config or analysis version)", markup=False, soft_wrap=True)
+    for f in both:
+        for c in f.criteria:
+            for s in c.seeds:
+                if not s.same:
+                    va, vb = (tuple(x.get(k) for k in ("value", "control", "passed")) for x in (s.a, s.b))
+                    console.print(f"  {f.name} / {c.name} seed {s.seed}: value, control, passed {va} → {vb}",
+                                  markup=False, soft_wrap=True)
+    run_pairs, only = None, None
+    patterns = IGNORED + tuple(ignore or ())
+    if runs:
+        run_pairs, only = compare_runs(root_a, root_b, patterns, tol, ids=evaluation_ids(a) | evaluation_ids(b))
+        same = sum(r.same for r in run_pairs)
+        console.print(f"{len(run_pairs)} runs in both under one run id: {same} identical in every summary field and "
+                      f"table, {len(run_pairs) - same} differ (left out: {', '.join(patterns)}); only in a: "
+                      f"{len(only['a'])}, only in b: {len(only['b'])}", markup=False, soft_wrap=True)
+        for r in run_pairs:
+            if r.same:
+                continue
+            shown_fields = "; ".join(f"{p} {va!r} → {vb!r}" for p, va, vb in r.differing[:details])
+            more = f" (+{len(r.differing) - details} more)" if len(r.differing) > details else ""
+            tables = "; ".join(f"{t}: {w}" for t, w in r.differing_tables.items())
+            console.print(f"  {r.run_set}/{r.run_id}: {len(r.differing)} of {r.fields} fields differ"
+                          + (f" — {shown_fields}{more}" if shown_fields else "")
+                          + (f"; tables: {tables}" if tables else ""), markup=False, soft_wrap=True)
+    if json_out is not None:
+        try:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            json_out.write_text(json.dumps(as_json(pairs, run_pairs, only), indent=1) + "\n")
+        except OSError as err:
+            _fail(f"cannot write {json_out}: {one_line(str(err))}", code=1)
+    differs = any(not f.same for f in both) or any(not r.same for r in run_pairs or [])
+    if check and differs:
+        raise typer.Exit(code=1)
+
+
 # ---------------------------------------------------------------- sweeps and the results store
 
 runs_app = typer.Typer(no_args_is_help=True, help="The runs under a root: list, query (SQL), show one, migrate.")
