@@ -494,7 +494,9 @@ def control_summary(curves: pd.DataFrame, commit: pd.DataFrame, margin: float, a
     difference (`departure_paired` true; both curves are measured on the same draws, so noise they share cancels),
     and `departure_z_unpaired` keeps the largest z of the unpaired test √(se_t² + se_c²) for comparison; without,
     the unpaired test alone. `departure_z`: the largest |t − c| / se beyond the margin (a t statistic on G − 1
-    degrees of freedom where paired), `departure_z_needed`: the critical value it had to exceed."""
+    degrees of freedom where paired; the text "inf" where the gap beyond the margin has no error at all, e.g. a bound
+    exactly H(V) on every path against a control's exact 0 — JSON has no infinity), `departure_z_needed`: the critical
+    value it had to exceed."""
     trained = curves[curves["source"] == "trained"]
     out: dict = {}
     departs_all: dict[str, dict[str, bool]] = {}
