@@ -98,7 +98,7 @@ def leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
 @dataclass
 class SeedPair:
     seed: int
-    a: dict[str, Any]  # value, control, difference, passed, runs (None: the seed is not in that evaluation)
+    a: dict[str, Any]  # value, control, difference, passed, runs ({}: the seed is not in that evaluation)
     b: dict[str, Any]
     same: bool
     same_runs: bool
