@@ -855,7 +855,7 @@ def findings_compare(
     details: int = typer.Option(5, help="differing summary fields shown per run"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the whole comparison here"),
     check: bool = typer.Option(False, "--check", help="exit 1 when anything both hold differs (a verdict, a count, a "
-                               "seed's value, a run's field or table)"),
+                               "seed's value or the run ids it was read from, a run's field or table)"),
 ) -> None:
     """Compare two evaluations of the findings suite — the run records against a fresh rerun, or two machines' runs:
     each finding's verdict and per-criterion counts, each report seed's value, control and pass, and (with --runs)
@@ -933,7 +933,8 @@ def findings_compare(
             json_out.write_text(json.dumps(as_json(pairs, run_pairs, only), indent=1) + "\n")
         except OSError as err:
             _fail(f"cannot write {json_out}: {one_line(str(err))}", code=1)
-    differs = any(not f.same for f in both) or any(not r.same for r in run_pairs or [])
+    differs = (any(not f.same for f in both) or any(not s.same_runs for s in seeds)
+               or any(not r.same for r in run_pairs or []))
     if check and differs:
         raise typer.Exit(code=1)
 

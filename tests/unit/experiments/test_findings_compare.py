@@ -222,6 +222,11 @@ def test_cli_prints_and_checks(tmp_path):
     assert runner.invoke(app, ["findings-compare", str(a), str(b), "--check"]).exit_code == 1
     assert runner.invoke(app, ["findings-compare", str(a), str(b), "--check", "--no-runs", "--rtol", "0.5"]
                          ).exit_code == 0
+    evaluation = _evaluation()  # the same numbers read from another run id: not the same experiment
+    evaluation["findings"][0]["criteria"][0]["runs"]["100"] = ["00000000000000ff"]
+    (b / "findings.json").write_text(json.dumps(evaluation))
+    out = runner.invoke(app, ["findings-compare", str(a), str(b), "--check", "--no-runs"])
+    assert out.exit_code == 1 and "1 read from different run ids" in out.output
     out = runner.invoke(app, ["findings-compare", str(a), str(tmp_path / "missing")])
     assert out.exit_code == 2 and "no findings.json" in out.output
     out = runner.invoke(app, ["findings-compare", str(a), str(b), "--rtol", "-1"])
