@@ -892,11 +892,9 @@ def findings_compare(
                      counts_a if counts_a == counts_b else f"{counts_a} → {counts_b}",
                      f"{sum(s.same for s in seeds)}/{len(seeds)}",
                      f"{hms(f.run_seconds[0])} / {hms(f.run_seconds[1])}"])
-    table = Table(*headers, box=None)
-    for row in rows:
-        table.add_row(*map(escape, row))
-    natural = sum(max([len(h), *(len(r[i]) for r in rows)]) + 2 for i, h in enumerate(headers))
-    (console if natural <= console.width else Console(width=natural, highlight=False)).print(table)
+    import pandas as pd
+
+    _print_frame(pd.DataFrame(rows, columns=headers))
     both = [f for f in pairs if not f.only_in]
     seeds = [s for f in both for c in f.criteria for s in c.seeds]
     console.print(f"{len(both)} findings in both: {sum(f.verdict[0] == f.verdict[1] for f in both)} with the same "

@@ -84,7 +84,8 @@ class EvalBase(StrictConfig):
         False,
         description="evaluate checkpoints with the network in channels-last memory format, a speed lever on CPUs "
         "whose bf16 convolutions prefer it (a checkpoint's evaluation at 50 sampler steps 1.61× faster on "
-        "an Intel Xeon with AMX, docs/benchmarks.md); it changes outputs by bf16 rounding (≤ 1e-3 there), so it is part of the run id",
+        "an Intel Xeon with AMX, docs/benchmarks.md); it changes outputs by bf16 rounding (≤ 1e-3 there), so it is "
+        "part of the run id",
     )
 
 

@@ -256,7 +256,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame, patterns: Iterable[str] = I
         if pd.api.types.is_numeric_dtype(x) and pd.api.types.is_numeric_dtype(y) and not (
                 pd.api.types.is_bool_dtype(x) or pd.api.types.is_bool_dtype(y)):
             xv, yv = x.to_numpy(dtype=float), y.to_numpy(dtype=float)
-            close = np.isclose(xv, yv, rtol=tol.rtol, atol=tol.atol, equal_nan=True) | (xv == yv)
+            close = np.isclose(xv, yv, rtol=tol.rtol, atol=tol.atol, equal_nan=True)  # ∞ equals only the same ∞
             bad = int((~close).sum())
             if bad:
                 gap = np.abs(xv - yv)[~close]
