@@ -239,6 +239,15 @@ def test_unfinished_runs_are_no_run_never_censored_and_leave_the_verdict_incompl
     _fake_runs(p, {"a": {102: _acc(0.9, 200, None)}})  # it finishes, never learning size: now it passes
     (toy,) = evaluate_suite(p)["findings"]
     assert toy["criteria"][0]["passed"] == 3 and toy["verdict"] == "reproduced"
+    # findings.json is strict JSON (jq, JavaScript): a censored value is the text "inf", not a bare Infinity
+    result = evaluate_suite(p)
+    write_findings(result, tmp_path / "written")
+
+    def refuse(token):
+        raise ValueError(f"bare {token} in findings.json")
+
+    saved = json.loads((tmp_path / "written" / "findings.json").read_text(), parse_constant=refuse)
+    assert [s["value"] for s in saved["findings"][0]["criteria"][0]["seeds"]] == ["inf", 300, "inf"]
 
 
 def test_a_path_the_summary_lacks_is_not_measured_never_censored(tmp_path):

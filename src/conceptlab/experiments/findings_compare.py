@@ -24,7 +24,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from conceptlab.store.files import read_json, read_parquet
+from conceptlab.store.files import finite_json, read_json, read_parquet
 
 # summary fields (dotted paths, list items as `[i]`) and table columns that differ between two makings of the same
 # run without being a result: wall-clock timings, provenance (commit, machine, versions), bytes on disk, how many
@@ -140,7 +140,7 @@ def load_evaluation(root: Path | str) -> dict[str, Any]:
     if not path.is_file():
         raise CompareError(f"{path}: no findings.json; evaluate the root first (conceptlab findings --evaluate-only "
                            f"--root {Path(root)})")
-    data = read_json(path)
+    data = read_json(path, nonfinite=True)  # a censored value is written as "inf" (strict JSON)
     if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
         raise CompareError(f"{path}: not an evaluation of the findings suite (no 'findings' list)")
     return data
@@ -333,16 +333,7 @@ def evaluation_ids(evaluation: dict[str, Any]) -> set[str]:
 
 def as_json(findings: list[FindingPair], runs: list[RunPair] | None, only: dict | None) -> dict[str, Any]:
     """The comparison as JSON-ready data (tuples become two-item lists; non-finite numbers as text)."""
-    def clean(x: Any) -> Any:
-        if isinstance(x, dict):
-            return {str(k): clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, float) and not math.isfinite(x):
-            return str(x)
-        return x
-
-    return clean({
+    return finite_json({
         "findings": [{**asdict(f), "same": f.same,
                       "criteria": [{**asdict(c), "same": c.same} for c in f.criteria]} for f in findings],
         "runs": None if runs is None else [{**asdict(r), "same": r.same} for r in runs],

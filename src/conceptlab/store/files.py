@@ -19,6 +19,7 @@ try:  # POSIX; elsewhere the lock is a no-op and concurrent processes may each b
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+import numpy as np
 import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
@@ -96,19 +97,60 @@ def write_text(path: Path, text: str) -> Path:
     return _atomic(path, lambda tmp: Path(tmp).write_text(text))
 
 
-def write_json(path: Path, obj: Any) -> Path:
-    return write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_jsonable) + "\n")
+def write_json(path: Path, obj: Any, strict: bool = False) -> Path:
+    """`obj` as indented JSON. Python's JSON writes an infinity or NaN as a bare `Infinity`/`NaN`, which strict
+    readers (jq, JavaScript, R) refuse; `strict` writes them as the text "inf", "-inf" and "nan" instead
+    (`finite_json`), for files meant to be read outside this package; `read_json(..., nonfinite=True)` reads them
+    back as numbers."""
+    if strict:
+        obj = finite_json(obj)
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_jsonable, allow_nan=not strict) + "\n")
+
+
+NONFINITE_TEXT = {"inf": float("inf"), "-inf": float("-inf"), "nan": float("nan")}
+
+
+def finite_json(obj: Any) -> Any:
+    """`obj` with every non-finite number (float, NumPy or tensor scalar, inside dicts, lists and tuples) as the text
+    "inf", "-inf" or "nan", so strict JSON can hold it; everything else as it was (tuples become lists)."""
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, (torch.Tensor, np.ndarray)):
+        return finite_json(obj.tolist())
+    if isinstance(obj, np.generic):  # a NumPy scalar
+        obj = obj.item()
+    if isinstance(obj, float) and obj != obj:
+        return "nan"
+    if isinstance(obj, float) and obj in (float("inf"), float("-inf")):
+        return "inf" if obj > 0 else "-inf"
+    return obj
+
+
+def nonfinite_numbers(obj: Any) -> Any:
+    """The inverse of `finite_json`: every string "inf", "-inf" or "nan" (anywhere in dicts and lists) as the number."""
+    if isinstance(obj, dict):
+        return {k: nonfinite_numbers(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [nonfinite_numbers(v) for v in obj]
+    if isinstance(obj, str) and obj in NONFINITE_TEXT:
+        return NONFINITE_TEXT[obj]
+    return obj
 
 
 class FileFormatError(ValueError):
     """A file that cannot be read as what it should be; the message names the file."""
 
 
-def read_json(path: Path) -> Any:
-    """The JSON in `path`; FileFormatError naming the file when it is not valid JSON (FileNotFoundError if absent)."""
+def read_json(path: Path, nonfinite: bool = False) -> Any:
+    """The JSON in `path`; FileFormatError naming the file when it is not valid JSON (FileNotFoundError if absent).
+    `nonfinite`: the text "inf", "-inf" and "nan" anywhere in it read as numbers (what `write_json(strict=True)`
+    wrote; a bare `Infinity` is read as a number either way)."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
+        return nonfinite_numbers(data) if nonfinite else data
     except (ValueError, UnicodeDecodeError) as err:
         raise FileFormatError(f"{path}: not valid JSON ({_first_line(err)})") from None
 

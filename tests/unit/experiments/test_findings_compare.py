@@ -193,6 +193,17 @@ def test_evaluation_loaded_with_clear_errors(tmp_path):
         load_evaluation(tmp_path)
     (tmp_path / "findings.json").write_text(json.dumps(_evaluation()))
     assert load_evaluation(tmp_path / "findings.json")["findings"][0]["name"] == "orders"
+    # findings.json written strict (a censored value as the text "inf") and one written before, with a bare
+    # Infinity, load to the same numbers and compare equal
+    from conceptlab.store.files import write_json
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir(), new.mkdir()
+    (old / "findings.json").write_text(json.dumps(_evaluation()))
+    write_json(new / "findings.json", _evaluation(), strict=True)
+    assert '"inf"' in (new / "findings.json").read_text() and "Infinity" in (old / "findings.json").read_text()
+    assert load_evaluation(new)["findings"][0]["criteria"][0]["seeds"][2]["value"] == math.inf
+    assert all(p.same for p in compare_evaluations(load_evaluation(old), load_evaluation(new)))
     assert evaluation_ids(_evaluation()) == {"0000000000000001", "0000000000000002", "0000000000000003"}
 
 

@@ -44,3 +44,34 @@ def test_the_lock_is_released_after_an_error(tmp_path):
         pass
     with exclusive_lock(lock):  # would block forever if the error had left it held
         pass
+
+
+def test_strict_json_writes_non_finite_numbers_as_text_and_reads_them_back(tmp_path):
+    import json
+    import math
+
+    import numpy as np
+    import pytest
+    import torch
+
+    from conceptlab.store.files import read_json, write_json
+
+    data = {"inf": math.inf, "row": [np.float32(-np.inf), np.float64("nan"), 1.5, np.int64(3), True, None],
+            "tensor": torch.tensor([1.0, math.inf]), "array": (np.array([np.inf, 2.0]), "inf-like"), "text": "ok"}
+    path = write_json(tmp_path / "strict.json", data, strict=True)
+
+    def refuse(token):
+        raise ValueError(f"bare {token} in strict JSON")
+
+    raw = json.loads(path.read_text(), parse_constant=refuse)  # what jq or JavaScript would read: no bare Infinity
+    assert raw == {"inf": "inf", "row": ["-inf", "nan", 1.5, 3, True, None], "tensor": [1.0, "inf"],
+                   "array": [["inf", 2.0], "inf-like"], "text": "ok"}
+    back = read_json(path, nonfinite=True)
+    assert back["inf"] == math.inf and back["row"][0] == -math.inf and math.isnan(back["row"][1])
+    assert back["row"][2:] == [1.5, 3, True, None] and back["tensor"] == [1.0, math.inf]
+    assert back["array"] == [[math.inf, 2.0], "inf-like"] and back["text"] == "ok"
+    assert read_json(path)["inf"] == "inf"  # without nonfinite the text stays text
+    loose = write_json(tmp_path / "loose.json", {"inf": math.inf})  # the default keeps Python's bare Infinity
+    assert "Infinity" in loose.read_text() and read_json(loose)["inf"] == math.inf
+    with pytest.raises(ValueError):
+        json.loads(loose.read_text(), parse_constant=refuse)
