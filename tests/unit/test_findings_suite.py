@@ -214,6 +214,19 @@ def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_r
     assert len(paths) == 3
 
 
+def test_a_run_two_sets_of_a_finding_share_counts_once_in_its_run_time(tmp_path):
+    # set b is set a's config on seed 100 (one run id, as a gap width that is also a composition control): that run
+    # ran once, so the finding's run time counts its 10 s once (a: 3 runs, b: the shared one)
+    data = _suite(runs__b={"preset": "micro", "seeds": [100, 101, 102], "overrides": ["train.steps=20"]})
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    assert {r.run_id for r in p.sets["a"].sweep.runs} == {r.run_id for r in p.sets["b"].sweep.runs}
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.9, 200, 300), 102: _acc(0.9, 200, 300)},
+                   "b": {100: _acc(0.6, 1, 1)}})
+    (toy,) = evaluate_suite(p)["findings"]
+    assert toy["run_sets"]["b"]["finished"] >= 1
+    assert toy["run_seconds"] == 30.0
+
+
 def _size_late_plan(tmp_path):
     """A threshold criterion where a censored value passes: "a's size learning time is later than step 100"."""
     data = _suite()

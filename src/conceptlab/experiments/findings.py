@@ -645,7 +645,10 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
                              "restated": c.restated, "runs": used, **result})
     runs_by_set = {n: recs[n] for n in sets_used}
     summaries = [r.summary for rs in runs_by_set.values() for r in rs]
-    seconds = sum(run_seconds(r) for r in summaries)
+    # a run two of its sets share (one id: e.g. a gap width that is also a composition control) ran once
+    once = {r.run_id if r.folder is not None else f"{n}/{r.run_id}": r.summary  # analytic: seed_<n> per set
+            for n, rs in runs_by_set.items() for r in rs}
+    seconds = sum(run_seconds(r) for r in once.values())
     machines = sorted({machine_of(r) for r in summaries})
     precision = sorted({precision_of(r) for r in summaries})
     threads = sorted({int(r["threads"]) for r in summaries if r.get("threads")})  # fp32 sums depend on it
