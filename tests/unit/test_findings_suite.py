@@ -633,7 +633,15 @@ def test_run_costs_time_a_set_by_the_runs_made_at_the_precision_its_runs_will_us
 def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
     from conceptlab.report.findings import finding_figure, value_label
 
-    assert value_label({"path": "emergence.targets.11.matched.over_prompting.step"}) == "step"
+    assert value_label({"path": "emergence.targets.11.matched.over_prompting.step"}) == "over prompting step"
+    assert value_label({"path": "learning_time.held_out/color"}) == "held out/color"
+    assert value_label({"path": "emergence.targets.11.turn.toward_target"}) == "toward target"
+    assert value_label({"path": "emergence.targets.11.step"}) == "targets step"  # a target id is not an owner
+    assert value_label({"path": "emergence.targets.11.final_score.naive"}) == "final score naive"
+    assert value_label({"path": "departures.linear_probe.shape"}) == "shape"
+    assert value_label({"path": "accuracy"}) == "accuracy"
+    assert value_label({"compute": "m:checkpoint_noise_turn", "args": {"target": "11", "part": "p"}}) == \
+        "checkpoint noise turn: p"
     assert value_label({"table": "composition", "column": "joint_accuracy"}) == "joint accuracy"
     assert value_label({"path": "x.acc", "across": "data.gap_width"}) == "Spearman ρ vs gap_width"
     assert value_label({"compute": "pkg.mod:fit_r2"}) == "fit r2"
@@ -641,7 +649,7 @@ def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
     crit = {"name": "c", "direction": "less", "control": {"path": "a.b"}, "threshold": None, "seeds": seeds,
             "passed": 1, "of": 1, "value": {"path": "emergence.step"}}
     fig = finding_figure({"criteria": [crit]})
-    assert fig.axes[0].get_ylabel() == "step"
+    assert fig.axes[0].get_ylabel() == "emergence step"
 
 
 def test_run_costs_count_a_run_two_sets_share_once_as_run_plan_runs_it(tmp_path):

@@ -250,6 +250,9 @@ def findings_html(result: dict, root: Path) -> str:
     return page("Findings", f"scale {html.escape(result['scale'])}", sections)
 
 
+GENERIC_FIELDS = {"step", "baseline_step", "p", "r2", "naive", "joint", "value", "level"}  # say little alone
+
+
 def value_label(value: dict) -> str:
     """The y label of a criterion's panel: what its value reads (a summary field, a table column, Spearman's ρ
     across a config key, or the computing function's name)."""
@@ -257,10 +260,15 @@ def value_label(value: dict) -> str:
         return f"Spearman ρ vs {value['across'].split('.')[-1]}"
     if value.get("column"):
         return str(value["column"]).replace("_", " ")
-    if value.get("path"):
-        return str(value["path"]).split(".")[-1].replace("_", " ")
-    if value.get("compute"):
-        return str(value["compute"]).split(":")[-1].replace("_", " ")
+    if value.get("path"):  # the field; a generic one with what it belongs to ("over_prompting.step", not "step")
+        parts = str(value["path"]).split(".")
+        owner = next((q for q in reversed(parts[:-1]) if not q.isdigit()), None)  # a target id is not an owner
+        label = f"{owner}.{parts[-1]}" if owner and parts[-1] in GENERIC_FIELDS else parts[-1]
+        return label.replace(".", " ").replace("_", " ")
+    if value.get("compute"):  # the function, and which of its parts (a p-value, the observed value, a level)
+        part = (value.get("args") or {}).get("part")
+        name = str(value["compute"]).split(":")[-1].replace("_", " ")
+        return f"{name}: {part}" if part is not None else name
     return "value"
 
 
@@ -320,7 +328,8 @@ def finding_figure(f: dict) -> Figure:
         ax.set_xlim(-0.6, len(seeds) - 0.4)
         ax.set_xlabel("report seed")
         ax.set_ylabel(value_label(c.get("value") or {}), fontsize=6)  # a truth value too: what holds or not
-        ax.set_title(f"{c['name']}\npassed {_passed(c)}", fontsize=7)
+        name = textwrap.fill(c["name"], int(width / cols * 72 / 4.0))  # ~4 pt a character at 7 pt: no overlap
+        ax.set_title(f"{name}\npassed {_passed(c)}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(crit):]:
         ax.axis("off")
