@@ -22,8 +22,9 @@ demo: $(STAMP)
 	$(VENV)/bin/conceptlab sweep run hidden-emergence-tiny
 	$(VENV)/bin/conceptlab report runs/hidden-emergence-tiny
 
+# the whole suite (≤ 15 min on 2 cores); --durations lists the slowest tests, to keep it in that budget
 test: $(STAMP)
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --maxschedchunk 1
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --maxschedchunk 1 --durations=25
 
 # the fast lane: unit tests only (tests/unit), no training runs beyond a few steps
 test-fast: $(STAMP)
