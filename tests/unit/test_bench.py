@@ -100,3 +100,45 @@ def test_the_constant_check_would_catch_the_old_bench():
     assert re.search(r"\bREFERENCE_S", old)
     assert re.search(r"^\s*\w*_S_PER_STEP\s*[:=][^\n]*\d", old, re.M | re.I)
     assert re.search(r"^\s*\w*(?:REFERENCE|AUTHORS)\w*\s*[:=]\s*[\d.]+", old, re.M | re.I)
+
+
+def test_launches_reports_each_ratio_over_fresh_processes(tmp_path):
+    # a stand-in bench whose ratio differs per process (its pid): the wrapper must read each launch's line and
+    # report min / median / max over the launches, and keep each launch's output
+    fake = tmp_path / "fake_bench.py"
+    fake.write_text(
+        "import os\n"
+        "k = len(os.listdir(os.environ['COUNT_DIR']))\n"
+        "open(os.path.join(os.environ['COUNT_DIR'], str(k)), 'w').close()\n"
+        "print(f'ratio train step (reference/ours): {[1.8, 2.0, 1.9][k]:.2f}x median/median, range 1.70-2.10x (min/max-based)')\n"
+        "print('ratio sampling (reference/ours): 3.10x median/median, range 3.00-3.20x (min/max-based)')\n")
+    count = tmp_path / "count"
+    count.mkdir()
+    env = {**os.environ, "COUNT_DIR": str(count)}
+    done = subprocess.run([sys.executable, str(BENCH / "launches.py"), "--launches", "3", "--keep", str(tmp_path / "kept"),
+                           "--", str(fake)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("cpu: ") and "3 launches, one after another" in out, out
+    assert "ratio train step over 3 launches: min 1.80x / median 1.90x / max 2.00x [1.80, 2.00, 1.90]" in out, out
+    assert "ratio sampling over 3 launches: min 3.10x / median 3.10x / max 3.10x" in out, out
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["launch-1.txt", "launch-2.txt", "launch-3.txt"]
+
+
+def test_launches_refuses_one_launch_a_missing_bench_and_a_bench_without_ratios(tmp_path):
+    def launches(*args):
+        return subprocess.run([sys.executable, str(BENCH / "launches.py"), *args], cwd=REPO, capture_output=True,
+                              text=True, timeout=120)
+
+    one = launches("--launches", "1", "--", "bench/train_step.py")
+    assert one.returncode != 0 and "--launches must be ≥ 2" in one.stderr
+    missing = launches("--launches", "2", "--", "bench/no_such_bench.py")
+    assert missing.returncode != 0 and "name a bench script" in missing.stderr
+    silent = tmp_path / "silent.py"
+    silent.write_text("print('no ratio here')\n")
+    quiet = launches("--launches", "2", "--", str(silent))
+    assert quiet.returncode == 1 and "printed no ratio line" in quiet.stderr
+    failing = tmp_path / "failing.py"
+    failing.write_text("raise SystemExit('broken bench')\n")
+    broken = launches("--launches", "2", "--", str(failing))
+    assert broken.returncode == 1 and "launch 1 failed" in broken.stderr and "broken bench" in broken.stderr
