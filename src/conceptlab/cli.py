@@ -609,9 +609,13 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`):
     a measured time per run and the machines that measured it, never a guess for a set no run has finished. With
     `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later."""
-    from conceptlab.experiments.findings import run_costs
+    from conceptlab.experiments.findings import run_costs, shipped_records
 
-    costs = run_costs(p, record, seeds, reuse)
+    timing = shipped_records() if record is None else None  # times only: without --record nothing is reused
+    costs = run_costs(p, record, seeds, reuse, timing=timing)
+    if timing is not None and any(c.pending and c.median_seconds is not None for c in costs.values()):
+        console.print(f"(run times from the records committed in {timing}; they are not reused without --record "
+                      f"{timing})", markup=False)
     for name, c in costs.items():
         later = f" ({c.deferred} more of other report seeds left for later)" if c.deferred else ""
         if c.pending:

@@ -611,6 +611,9 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
     assert from_records.pending == 1 and from_records.median_seconds == 120.0
     fresh = run_costs(later, tmp_path / "results", reuse=False)["a"]  # --no-reuse: timed by the records, all to run
     assert fresh.pending == 3 and fresh.median_seconds == 120.0
+    # records read for timing only (the repository's committed results/ when no --record is given): timed, none done
+    timed_only = run_costs(later, timing=tmp_path / "results")["a"]
+    assert timed_only.pending == 3 and timed_only.median_seconds == 120.0 and timed_only.runs == 2
 
 
 def test_run_costs_time_a_set_by_the_runs_made_at_the_precision_its_runs_will_use_here(tmp_path):

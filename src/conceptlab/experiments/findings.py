@@ -330,7 +330,8 @@ class RunCost:
 
 
 def run_costs(p: Plan, records: Path | str | None = None,
-              seeds: Collection[int] | None = None, reuse: bool = True) -> dict[str, RunCost]:
+              seeds: Collection[int] | None = None, reuse: bool = True,
+              timing: Path | str | None = None) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
     `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
     `run_plan` would: not finished in its folder, not recorded (with `records`, in any set: `recorded_runs`), and no
@@ -340,9 +341,10 @@ def run_costs(p: Plan, records: Path | str | None = None,
     guessed. Runs made at the precision the set's runs would use on this machine (bf16 autocast where it is native,
     else fp32) time it when there are any — on one CPU the two differ about twofold — else all of them, and the cost
     says so. With `reuse=False` (`--no-reuse`: every run fresh) the records still time the runs but none counts as
-    done."""
+    done. `timing`: another records folder read for the times only (e.g. the repository's committed `results/`
+    when no `--record` is given): its runs time a set, and none counts as done."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
-    kept = {s.name: Path(records) / "runs" / s.name if records is not None else None for s in sets}
+    kept = {s.name: [Path(r) / "runs" / s.name for r in (records, timing) if r is not None] for s in sets}
     recorded = set(recorded_runs(records)) if records is not None and reuse else set()  # any set's record
     done = {r.run_id for s in sets for r in s.sweep.runs
             if is_complete(r.directory(s.sweep.root)) or r.run_id in recorded}
@@ -350,7 +352,7 @@ def run_costs(p: Plan, records: Path | str | None = None,
     out: dict[str, RunCost] = {}
     for s in sets:
         found: dict[str, dict[str, Any]] = {}
-        for base in [s.sweep.root] + ([kept[s.name]] if kept[s.name] is not None else []):
+        for base in [s.sweep.root, *kept[s.name]]:
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name.startswith("."):  # a copy or record left half-made by a crash
                     continue
@@ -369,6 +371,13 @@ def run_costs(p: Plan, records: Path | str | None = None,
         out[s.name] = RunCost(len(timed), statistics.median(times) if times else None, machines, len(to_run),
                               len(to_go) - len(to_run), None if alike or not found or here is None else here)
     return out
+
+
+def shipped_records() -> Path | None:
+    """The run records committed with the package's repository (`results/` beside `src/`), when this is a clone that
+    has them; None for an installed package."""
+    folder = Path(__file__).resolve().parents[3] / "results"
+    return folder if (folder / "runs").is_dir() else None
 
 
 def _precision_here(cfg) -> str | None:

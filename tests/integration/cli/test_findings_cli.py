@@ -104,6 +104,9 @@ def test_setup_chooses_the_findings_of_one_setup(tmp_path):
     assert "torus-controls" in dry["fast"] and "hierarchy-controls" in dry["fast"]
     assert "hidden-emergence-pap" in dry["paper"] and "guidance-paper" in dry["paper"]
     assert "torus-controls" not in dry["paper"] and "compose-interpolate" not in dry["paper"]
+    # a fresh root without --record is timed by the records committed in the repository, and reuses none of them
+    assert "min a run (median of" in dry["paper"] and "they are not reused without --record" in dry["paper"]
+    assert "hidden-emergence-paper-setup: 5 to run" in dry["paper"]
     listed = runner.invoke(app, ["findings", "--list", "--setup", "paper"])
     assert listed.exit_code == 0 and "hidden-emergence-p" in listed.output and "commitment-hier" not in listed.output
     one = runner.invoke(app, ["findings", "guidance-after-transition", "--setup", "fast", "--dry-run",
