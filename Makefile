@@ -33,7 +33,8 @@ test-fast: $(STAMP)
 # every fast-variant finding beside its controls (experiments/findings.yaml): runs the suite's report seeds (resumable,
 # runs reused only when config and code versions match, runs recorded in results/runs not run again), writes
 # findings/findings.md and findings/report.html and records every finished run in results/runs; hours on 2 cores.
-# `make findings-paper-setup`: Park's findings under the paper's training setup (17 runs of ~2.5 h on one fp32 core).
+# `make findings-paper-setup`: Park's findings under the paper's training setup (17 runs of 1–1.5 h each on one bf16
+# core, more in fp32; `conceptlab findings --setup paper --dry-run` prints the recorded times).
 # `make findings-quick`: CI-size presets, one seed each (~15 min), into findings/quick
 findings: $(STAMP)
 	$(VENV)/bin/conceptlab findings --setup fast --record results
