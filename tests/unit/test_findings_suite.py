@@ -799,3 +799,31 @@ def test_a_finding_on_real_data_is_skipped_with_what_to_set_when_the_data_is_abs
     monkeypatch.setenv("CONCEPTLAB_CELEBA", str(tmp_path))  # a folder: the runs are planned (not checked further)
     p = plan(suite, ["real-data-lli"], root=tmp_path)
     assert not p.skipped and [s.seeds for s in p.sets.values()] == [[300, 301, 302]]
+
+
+def test_the_verdict_table_names_each_control_briefly_and_the_section_in_full(tmp_path):
+    from conceptlab.report.findings import control_label, findings_html, findings_markdown, verdict_table
+
+    long = "a straight path: " + "the segment redrawn at the run's noise, " * 8 + "and more"
+    assert control_label({"control": long}).endswith(" …") and len(control_label({"control": long})) <= 90
+    assert control_label({"control": "bumps alone"}) == "bumps alone"
+    assert control_label({"control": long, "control_label": "straight paths"}) == "straight paths"
+    assert control_label({"control": None}) == "—"
+    data = _suite()
+    data["findings"][0].update(control=long, control_label="run set b (shorter training)")
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}, "b": {100: _acc(0.6, 1, 1)}})
+    result = evaluate_suite(p)
+    assert list(verdict_table(result)["binding control"]) == ["run set b (shorter training)"]
+    md = findings_markdown({**result, "runs": None})
+    assert "| run set b (shorter training) |" in md and f"Binding control: {long}." in md
+    page = findings_html(result, tmp_path / "out")
+    assert "run set b (shorter training)" in page and html.escape(long) in page
+    # the page's sentences shared with the Markdown show code spans as code, never as backticks
+    assert "Scale <code>full</code>" in page and "`" not in page.split("<section")[1].split("</p>")[0]
+
+
+def test_every_shipped_finding_has_a_short_control_label():
+    for f in load_suite().findings:
+        if f.status == "implemented" and f.control != "none":
+            assert f.control_label, f.name

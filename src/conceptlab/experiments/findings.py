@@ -626,7 +626,8 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     """A finding's criteria over its report seeds, with the runs, machines and times that made them."""
     if finding.status != "implemented" or finding.name in p.skipped:
         return {"name": finding.name, "paper": finding.paper, "claim": finding.claim, "setup": finding.setup,
-                "control": finding.control, "reason": p.skipped.get(finding.name, finding.reason),
+                "control": finding.control, "control_label": finding.control_label,
+                "reason": p.skipped.get(finding.name, finding.reason),
                 "verdict": "not run", "criteria": []}
     out_criteria = []
     sets_used: dict[str, None] = {}
@@ -666,7 +667,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     return {
         "name": finding.name, "paper": finding.paper, "claim": finding.claim,
         "setup": "+".join(made) if made else finding.setup,  # what the runs were (a paper-scale run is the paper's)
-        "control": finding.control, "reason": finding.reason,
+        "control": finding.control, "control_label": finding.control_label, "reason": finding.reason,
         "verdict": finding_criteria.finding_verdict([c["verdict"] for c in out_criteria]),
         "criteria": out_criteria,
         "all_on_one_seed": finding_criteria.all_on_one_seed(out_criteria),

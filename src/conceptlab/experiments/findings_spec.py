@@ -193,6 +193,8 @@ class FindingSpec(_Strict):
     setup: Literal["paper", "fast"] | None = None
     status: Literal["implemented", "not implemented"] = "implemented"
     control: str | None = Field(None, description="the binding control, or 'none' (then give a reason)")
+    control_label: str | None = Field(None, max_length=90, description="a few words naming the binding control for "
+                                      "the verdict table (the full `control` text is in the finding's section)")
     reason: str = ""
     criteria: list[CriterionSpec] = Field(default_factory=list)
     claims_from: str | None = Field(None, description="a run set (a sweep with a controls block): its claims")

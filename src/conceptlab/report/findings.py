@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -100,12 +101,21 @@ def _no_runs_yet(f: dict) -> str:
             f"Run it with `{f['command']}`.")
 
 
+def control_label(f: dict, width: int = 90) -> str:
+    """The binding control as the verdict table names it: the finding's `control_label`, else its control text cut at
+    a word boundary to `width` characters (the whole text is in the finding's own section)."""
+    if f.get("control_label"):
+        return str(f["control_label"])
+    text = " ".join(str(f.get("control") or "—").split())
+    return text if len(text) <= width else textwrap.shorten(text, width, placeholder=" …")
+
+
 def verdict_table(result: dict) -> pd.DataFrame:
     rows = []
     for f in result["findings"]:
         ran = has_runs(f)
         rows.append({"finding": f["name"], "paper": f["paper"], "setup": SETUP.get(f.get("setup")),
-                     "binding control": f.get("control") or "—",
+                     "binding control": control_label(f),
                      "verdict": VERDICT_MARK[f["verdict"]] + (" (no runs yet)" if f["criteria"] and not ran else ""),
                      "seeds passing (per criterion)": passing(f),
                      "run time": hms(f.get("run_seconds")) if ran else "—"})
@@ -211,9 +221,14 @@ def findings_markdown(result: dict) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def code_html(text: str) -> str:
+    """Markdown-ish text as HTML: escaped, its `code spans` as <code> (the page shares its sentences with findings.md)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def findings_html(result: dict, root: Path) -> str:
     """The whole report as one self-contained page (figures embedded)."""
-    sections = [("verdicts", "Verdicts", f"<p>{html.escape(_provenance_line(result))}</p>"
+    sections = [("verdicts", "Verdicts", f"<p>{code_html(_provenance_line(result))}</p>"
                  + table_html(verdict_table(result), "verdicts"))]
     for f in result["findings"]:
         body = [f"<p><b>{html.escape(f['claim'])}</b> ({html.escape(f['paper'])}; setup: "
@@ -228,7 +243,7 @@ def findings_html(result: dict, root: Path) -> str:
                     + (f" — {html.escape(f.get('reason') or '')}" if f.get("control") in ("none", None) else "")
                     + "</p>")
         if f["criteria"] and not has_runs(f):
-            body.append(f"<p>{html.escape(_no_runs_yet(f))}</p>")
+            body.append(f"<p>{code_html(_no_runs_yet(f))}</p>")
         elif f["criteria"]:
             body.append(table_html(criteria_table(f), f"{f['name']}-criteria"))
             if f.get("all_on_one_seed") is not None:
