@@ -1056,7 +1056,8 @@ def sweep_status_deprecated(
 def sweep_status_cmd(
     target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
 ) -> None:
-    """Show each run of a sweep as done / running / queued / failed (with its last error line) / pending."""
+    """Show each run of a sweep as done / running / queued / failed (with its last error line) / pending, and how far
+    an unfinished run got (its training step and the time left at its own rate, or the checkpoints evaluated)."""
     from conceptlab.experiments.sweep import sweep_root_of, sweep_status
 
     try:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import json
 import multiprocessing
 import os
 import shutil
@@ -189,6 +190,68 @@ def run_state(run_dir: Path) -> tuple[str, str | None]:
         if not _pid_alive(int(status.get("pid", 0))):
             state = "interrupted"
     return state, status.get("error")
+
+
+def run_progress(run_dir: Path) -> str:
+    """How far an unfinished run got, for `sweep status`: "training 6,120/20,000 (31%), ~38 min left" (the time at
+    the rate its training has run so far, every invocation summed from `timings.jsonl`, up to its last saved state),
+    or, once trained, "evaluating: 7/21 checkpoints measured"; "" for a finished run or one that never started."""
+    folder = RunFolder(run_dir)
+    if folder.is_complete() or not (Path(run_dir) / "config.yaml").is_file():
+        return ""
+    try:
+        import yaml
+
+        steps = int(((yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}).get("train") or {})["steps"])
+        saved = folder.trained_step()
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return ""
+    step = max(saved, _last_logged_step(Path(run_dir) / "train_log.jsonl"))
+    if step == 0 and saved == 0 and not folder.list_checkpoints():
+        return "starting"
+    if step < steps:
+        text = f"training {step:,}/{steps:,} ({100 * step // steps}%)"
+        trained_seconds = sum(float((e.get("seconds") or {}).get("train") or 0) for e in _timings(run_dir))
+        if saved > 0 and trained_seconds > 0:
+            left = (steps - step) * trained_seconds / saved
+            text += f", ~{left / 60:.0f} min left" if left >= 60 else f", ~{left:.0f} s left"
+        return text
+    checkpoints = len(folder.list_checkpoints())
+    measured = len(folder.measured_steps())
+    return f"evaluating: {min(measured, checkpoints)}/{checkpoints} checkpoints measured"
+
+
+def _last_logged_step(log: Path) -> int:
+    """The step of the last complete line of a training log (read from its end; 0 when there is none)."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return 0
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["step"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return 0
+
+
+def _timings(run_dir: Path) -> list[dict]:
+    try:
+        lines = (Path(run_dir) / "timings.jsonl").read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:  # a torn last line
+            continue
+        if isinstance(entry, dict):
+            out.append(entry)
+    return out
 
 
 def _pid_alive(pid: int) -> bool:

@@ -45,7 +45,7 @@ from pydantic import Field, ValidationError
 from conceptlab.config_base import StrictConfig, config_hash
 from conceptlab.experiments.claims import ControlsSpec
 from conceptlab.experiments.config import RunConfig
-from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_state
+from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_progress, run_state
 from conceptlab.experiments.loading import (
     ConfigError,
     config_to_yaml,
@@ -460,10 +460,14 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> di
 
 
 def sweep_status(root: Path) -> list[dict[str, Any]]:
-    """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), last error."""
+    """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), how far an
+    unfinished run got (`executors.run_progress`: its training step and the time left, or its evaluation), last
+    error."""
     manifest = read_manifest(root)
     rows = []
     for entry in manifest["runs"]:
         state, error = run_state(Path(root) / entry["run_id"])
-        rows.append({"run_id": entry["run_id"], **entry["values"], "state": state, "error": error})
+        progress = run_progress(Path(root) / entry["run_id"]) if state not in ("done", "queued", "pending") else ""
+        rows.append({"run_id": entry["run_id"], **entry["values"], "state": state, "progress": progress or "—",
+                     "error": error})
     return rows

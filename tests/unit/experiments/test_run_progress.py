@@ -1,0 +1,55 @@
+"""How far an unfinished run got, as `sweep status` shows it (experiments.executors.run_progress): its training step
+with the time left at its own rate, then its evaluation; nothing for a finished run or one never started."""
+
+from __future__ import annotations
+
+import json
+
+from conceptlab.experiments.executors import run_progress
+
+
+def _run(tmp_path, steps=20000, logged=None, saved=None, timings=(), checkpoints=(), measured=(), summary=False):
+    run = tmp_path / "run"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(f"train:\n  steps: {steps}\n")
+    if logged is not None:
+        lines = [json.dumps({"step": s, "loss": 1.0}) for s in range(10, logged + 1, 10)]
+        (run / "train_log.jsonl").write_text("\n".join(lines) + "\n" + '{"step": 99999, "lo')  # a torn last line
+    if saved is not None:
+        (run / "training.json").write_text(json.dumps({"step": saved}))
+    if timings:
+        (run / "timings.jsonl").write_text("".join(json.dumps({"seconds": {"train": t}}) + "\n" for t in timings))
+    for step in checkpoints:
+        (run / "checkpoints").mkdir(exist_ok=True)
+        (run / "checkpoints" / f"step_{step:07d}.safetensors").write_bytes(b"")
+        (run / "checkpoints" / f"step_{step:07d}.json").write_text("{}")
+    for step in measured:
+        (run / "eval").mkdir(exist_ok=True)
+        (run / "eval" / f"step_{step:07d}.parquet").write_bytes(b"")
+    if summary:
+        (run / "summary.json").write_text("{}")
+    return run
+
+
+def test_training_progress_and_the_time_left_at_the_runs_own_rate(tmp_path):
+    # 6,000 steps saved in 600 + 450 s over two invocations (0.175 s a step); logged to 6,310: 13,690 steps left
+    run = _run(tmp_path, logged=6310, saved=6000, timings=(600.0, 450.0), checkpoints=(1000, 6000))
+    assert run_progress(run) == "training 6,310/20,000 (31%), ~40 min left"
+
+
+def test_no_rate_before_the_first_saved_state(tmp_path):
+    run = _run(tmp_path, logged=420)
+    assert run_progress(run) == "training 420/20,000 (2%)"
+
+
+def test_evaluation_progress_once_trained(tmp_path):
+    run = _run(tmp_path, steps=3000, logged=3000, saved=3000, timings=(300.0,), checkpoints=(1000, 2000, 3000),
+               measured=(1000,))
+    assert run_progress(run) == "evaluating: 1/3 checkpoints measured"
+
+
+def test_nothing_for_a_finished_run_and_starting_for_a_fresh_one(tmp_path):
+    assert run_progress(_run(tmp_path / "a", summary=True, logged=100)) == ""
+    assert run_progress(_run(tmp_path / "b")) == "starting"
+    (tmp_path / "c").mkdir()
+    assert run_progress(tmp_path / "c") == ""  # not even a config: nothing to say
