@@ -110,13 +110,15 @@ def test_launches_reports_each_ratio_over_fresh_processes(tmp_path):
         "import os\n"
         "k = len(os.listdir(os.environ['COUNT_DIR']))\n"
         "open(os.path.join(os.environ['COUNT_DIR'], str(k)), 'w').close()\n"
-        "print(f'ratio train step (reference/ours): {[1.8, 2.0, 1.9][k]:.2f}x median/median, range 1.70-2.10x (min/max-based)')\n"
+        "r = [1.8, 2.0, 1.9][k]\n"
+        "print(f'ratio train step (reference/ours): {r:.2f}x median/median, range 1.70-2.10x (min/max-based)')\n"
         "print('ratio sampling (reference/ours): 3.10x median/median, range 3.00-3.20x (min/max-based)')\n")
     count = tmp_path / "count"
     count.mkdir()
     env = {**os.environ, "COUNT_DIR": str(count)}
-    done = subprocess.run([sys.executable, str(BENCH / "launches.py"), "--launches", "3", "--keep", str(tmp_path / "kept"),
-                           "--", str(fake)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    command = [sys.executable, str(BENCH / "launches.py"), "--launches", "3", "--keep", str(tmp_path / "kept"), "--",
+               str(fake)]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("cpu: ") and "3 launches, one after another" in out, out

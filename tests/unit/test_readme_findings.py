@@ -47,7 +47,8 @@ def mismatches(readme: str, report: str) -> list[str]:
         if name not in verdicts:
             wrong.append(f"README row {cells[0]!r} links docs/findings.md#{name}, which is no finding there")
         elif cells[2] != verdicts[name]:
-            wrong.append(f"README row {cells[0]!r} says {cells[2]!r}; docs/findings.md says {verdicts[name]!r} for {name}")
+            wrong.append(f"README row {cells[0]!r} says {cells[2]!r}; docs/findings.md says {verdicts[name]!r} "
+                         f"for {name}")
     unshown = sorted(n for n, v in verdicts.items() if "not run" not in v and n not in linked)
     wrong += [f"{n} has a verdict in docs/findings.md and no README row" for n in unshown]
     return wrong

@@ -713,7 +713,8 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
             fig = finding_figure(f)
             save_figure(fig, figures / f"{f['name']}.png")
             f["figure"] = f"figures/{f['name']}.png"
-    paths = [write_json(root / RESULTS, result, strict=True), write_text(root / "findings.md", findings_markdown(result)),
+    paths = [write_json(root / RESULTS, result, strict=True),  # strict JSON: jq and browsers read it too
+             write_text(root / "findings.md", findings_markdown(result)),
              write_text(root / "report.html", findings_html(result, root))]
     if markdown is not None:
         import shutil

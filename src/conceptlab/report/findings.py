@@ -222,7 +222,7 @@ def findings_markdown(result: dict) -> str:
 
 
 def code_html(text: str) -> str:
-    """Markdown-ish text as HTML: escaped, its `code spans` as <code> (the page shares its sentences with findings.md)."""
+    """Markdown-ish text as HTML: escaped, its `code spans` as <code> (the page shares sentences with findings.md)."""
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
