@@ -63,9 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--launches must be ≥ 2 (one launch is the bench itself), got {args.launches}")
     if not bench or not bench[0].endswith(".py") or not ((ROOT / bench[0]).is_file() or Path(bench[0]).is_file()):
         parser.error(f"name a bench script after `--`, e.g. -- bench/train_step.py --reps 3 (got {bench or 'none'})")
-    threads = next((int(v) for k, v in zip(bench, bench[1:]) if k == "--threads"), None)
-    print_environment(threads if threads is not None else os.cpu_count() or 1)
-    print(f"bench: {' '.join(bench)}; {args.launches} launches, one after another, each a fresh process")
+    script = Path(bench[0]).resolve() if Path(bench[0]).is_file() else ROOT / bench[0]  # it runs from the repo root
+    bench = [str(script), *bench[1:]]
+    threads = next((v for k, v in zip(bench, bench[1:]) if k == "--threads"), None)
+    print_environment(int(threads) if threads is not None and threads.isdigit() else os.cpu_count() or 1)
+    print(f"bench: {' '.join([script.name, *bench[1:]])}; {args.launches} launches, one after another, each a fresh "
+          "process")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     found: list[dict[str, float]] = []
     for k in range(1, args.launches + 1):
