@@ -605,6 +605,24 @@ def _sweep_base(sweep: str) -> str:
     return parse_spec(sweep).base
 
 
+def _print_unfinished(p) -> None:
+    """Each started, unfinished run of the plan (a suite made over sessions): its set, seed, state and how far it got
+    (`executors.run_progress`); runs queued or never started are left out."""
+    from conceptlab.experiments.executors import run_progress, run_state
+
+    for s in p.sets.values():
+        if s.sweep is None:
+            continue
+        for r in s.sweep.runs:
+            folder = r.directory(s.sweep.root)
+            if not (folder / "config.yaml").is_file():
+                continue
+            state, _ = run_state(folder)
+            if state not in ("done", "queued", "pending"):
+                console.print(f"{s.name} seed {r.config.train.train_seed} ({r.run_id}): {state}, "
+                              f"{run_progress(folder) or 'no progress recorded'}", markup=False)
+
+
 def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True) -> None:
     """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`):
     a measured time per run and the machines that measured it, never a guess for a set no run has finished. With
@@ -765,6 +783,7 @@ def findings(
         from conceptlab.experiments.findings import finished_counts
 
         result = finished_counts(p)
+        _print_unfinished(p)
     elif scale == "paper" and not yes:
         import torch
 

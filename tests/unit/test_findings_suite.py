@@ -827,3 +827,29 @@ def test_every_shipped_finding_has_a_short_control_label():
     for f in load_suite().findings:
         if f.status == "implemented" and f.control != "none":
             assert f.control_label, f.name
+
+
+def test_evaluate_only_says_how_far_each_started_run_got(tmp_path):
+    # a suite made over sessions: --evaluate-only lists every started, unfinished run with its state and progress
+    import socket
+
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    path = _write(tmp_path, _suite())
+    p = plan(load_suite(path), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {101: _acc(0.9, 200, 300)}})
+    s = p.sets["a"]
+    run = next(r for r in s.sweep.runs if r.config.train.train_seed == 100)
+    folder = run.directory(s.sweep.root)
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text("train:\n  steps: 20\n")
+    (folder / "train_log.jsonl").write_text('{"step": 10, "loss": 1.0}\n')
+    (folder / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(), "pid": 2**22 + 7}))
+    out = CliRunner().invoke(app, ["findings", "--suite", path, "--root", str(tmp_path / "out"), "--evaluate-only",
+                                   "--no-progress"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert f"a seed 100 ({run.run_id}): interrupted, training 10/20 (50%)" in text, text  # its process is gone
+    assert "a seed 101" not in text and "a seed 102" not in text  # finished, and never started
