@@ -260,7 +260,18 @@ def show(run_dir: Path, as_json: bool = False) -> None:
 
     try:
         summary = read_summary(run_dir)
-    except (FileNotFoundError, ValueError) as err:
+    except FileNotFoundError as err:
+        if (run_dir / "config.yaml").is_file():  # a run folder, not finished: say how far it got
+            from conceptlab.experiments.executors import run_progress, run_state
+
+            state, error = run_state(run_dir)
+            progress = run_progress(run_dir)
+            hint = (f"; resume it with conceptlab resume {shown(str(run_dir))}" if state in ("interrupted", "failed")
+                    else "")
+            _fail(f"{shown(str(run_dir))} is not finished ({state}{', ' + progress if progress else ''}"
+                  f"{'; last error: ' + error if error else ''}): no summary to show yet{hint}")
+        _fail(str(err))
+    except ValueError as err:
         _fail(str(err))
     except OSError as err:
         _fail(f"cannot read {shown(str(run_dir / 'summary.json'))}: {err.strerror or err}")

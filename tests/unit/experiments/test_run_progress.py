@@ -53,3 +53,19 @@ def test_nothing_for_a_finished_run_and_starting_for_a_fresh_one(tmp_path):
     assert run_progress(_run(tmp_path / "b")) == "starting"
     (tmp_path / "c").mkdir()
     assert run_progress(tmp_path / "c") == ""  # not even a config: nothing to say
+
+
+def test_runs_show_on_an_unfinished_run_says_how_far_it_got_and_how_to_resume(tmp_path):
+    import socket
+
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    run = _run(tmp_path, steps=20, logged=10)
+    (run / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(), "pid": 2**22 + 7}))
+    out = CliRunner().invoke(app, ["runs", "show", str(run)])
+    text = " ".join(out.output.split())
+    assert out.exit_code == 2, text
+    assert "is not finished (interrupted, training 10/20 (50%)): no summary to show yet" in text, text
+    assert "resume it with conceptlab resume" in text
