@@ -853,3 +853,11 @@ def test_evaluate_only_says_how_far_each_started_run_got(tmp_path):
     text = " ".join(out.output.split())
     assert f"a seed 100 ({run.run_id}): interrupted, training 10/20 (50%)" in text, text  # its process is gone
     assert "a seed 101" not in text and "a seed 102" not in text  # finished, and never started
+
+
+def test_report_numbers_read_as_numbers():
+    from conceptlab.report.findings import _num
+
+    assert [_num(v) for v in (4333.33, 20000, 11200.0, -1500.4, 999.5, 76.7, 0.0123, 1e8)] == \
+        ["4,330", "20,000", "11,200", "-1,500", "1,000", "76.7", "0.0123", "1e+08"]
+    assert [_num(v) for v in (None, True, float("nan"), float("inf"), 1e-15)] == ["—", "true", "—", "never (∞)", "0"]

@@ -42,6 +42,9 @@ def _num(x: Any, digits: int = 3) -> str:
         return "never (∞)" if x > 0 else "−∞"
     if abs(x) < 1e-12:  # float rounding of a difference that is 0 (e.g. ρ 0.8 against a threshold of 0.8)
         x = 0.0
+    rounded = float(f"{x:.{digits}g}")
+    if 1e3 <= abs(rounded) < 1e7:  # steps and image counts: 4,330 and 18,000, not 4.33e+03 and 1.8e+04
+        return f"{rounded:,.0f}"
     return f"{x:.{digits}g}"
 
 
