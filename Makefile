@@ -43,9 +43,10 @@ findings-paper-setup: $(STAMP)
 	$(VENV)/bin/conceptlab findings --setup paper --record results
 
 # docs/findings.md is generated, never edited by hand: every finding evaluated from the run records in results/runs
-# (kept by `--record results`, gathered over sessions and machines; no weights); runs nothing, seconds
+# (kept by `--record results`, gathered over sessions and machines; no weights), and the README's findings table
+# (between its markers) from the same evaluation; runs nothing, seconds
 findings-page: $(STAMP)
-	$(VENV)/bin/conceptlab findings --evaluate-only --root results --markdown docs/findings.md --no-progress
+	$(VENV)/bin/conceptlab findings --evaluate-only --root results --markdown docs/findings.md --readme README.md --no-progress
 
 findings-quick: $(STAMP)
 	$(VENV)/bin/conceptlab findings --quick

@@ -680,6 +680,8 @@ def findings(
     yes: bool = typer.Option(False, "--yes", help="run a paper-scale suite on a CPU after its predicted wall time"),
     markdown: Optional[Path] = typer.Option(None, help="also write the Markdown here, figures beside it in "
                                             "figures/<its name>/ (e.g. docs/findings.md: docs/figures/findings/)"),
+    readme: Optional[Path] = typer.Option(None, help="also rewrite this README's generated findings table (between "
+                                          "its two markers) from the evaluation, e.g. README.md"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="run only these report seeds (comma-separated; the "
@@ -768,6 +770,13 @@ def findings(
         if not reuse:
             _fail("--seeds leaves the other seeds to a later invocation in the same root, but --no-reuse starts a "
                   "new run folder each time, where they would never be found: use one or the other")
+    if readme is not None:  # before anything runs: a README without the table's markers is a usage error
+        from conceptlab.report.readme import ReadmeError, table_in
+
+        try:
+            table_in(readme.read_text())
+        except (OSError, ReadmeError) as err:
+            _fail(f"--readme {readme}: {one_line(str(getattr(err, 'strerror', None) or err))}")
     if record is not None and record.resolve() == out.resolve():
         _fail(f"--record {record} is the findings root itself; name another folder (e.g. results)")
     if evaluate_only and not reuse:
@@ -837,8 +846,12 @@ def findings(
                          **({"deferred": result["deferred"]} if result.get("deferred") else {}),
                          **({"copied": result["copied"]} if result.get("copied") else {})}
     wall = _time.perf_counter() - began
+    from conceptlab.report.readme import ReadmeError
+
     try:
-        write_findings(evaluated, out, wall, markdown)
+        write_findings(evaluated, out, wall, markdown, readme)
+    except ReadmeError as err:
+        _fail(f"{readme}: {err}")
     except OSError as err:
         _fail(f"cannot write the report: {one_line(str(err))}", code=1)
     verdicts = Table("finding", "setup", "verdict", "seeds passing", "run time", box=None)

@@ -1,6 +1,6 @@
-"""docs/findings.md is generated from the committed run records (results/runs) and never edited by hand: evaluating
-a copy of the records gives the committed page, line for line (the line saying when and where it was evaluated
-excepted), with the same figures."""
+"""docs/findings.md and the README's findings table are generated from the committed run records (results/runs)
+and never edited by hand: evaluating a copy of the records gives the committed page, line for line (the line saying
+when and where it was evaluated excepted), with the same figures, and the README's table exactly."""
 
 from __future__ import annotations
 
@@ -32,3 +32,8 @@ def test_docs_findings_md_is_what_the_run_records_generate(tmp_path):
         "docs/findings.md is out of date with results/runs: regenerate it with `make findings-page`")
     figures = sorted(q.name for q in (page.parent / "figures" / "findings").glob("*.png"))
     assert figures == sorted(q.name for q in (REPO / "docs" / "figures" / "findings").glob("*.png"))
+    # the README's findings table is generated from the same evaluation: no number in it is typed by hand
+    from conceptlab.report.readme import readme_table, table_in
+
+    assert table_in((REPO / "README.md").read_text()) == readme_table(result), (
+        "README.md's findings table is out of date with results/runs: regenerate it with `make findings-page`")

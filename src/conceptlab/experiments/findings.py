@@ -627,6 +627,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     if finding.status != "implemented" or finding.name in p.skipped:
         return {"name": finding.name, "paper": finding.paper, "claim": finding.claim, "setup": finding.setup,
                 "control": finding.control, "control_label": finding.control_label,
+                "title": finding.title, "headline": finding.headline, "see_also": finding.see_also,
                 "reason": p.skipped.get(finding.name, finding.reason),
                 "verdict": "not run", "criteria": []}
     out_criteria = []
@@ -668,6 +669,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
         "name": finding.name, "paper": finding.paper, "claim": finding.claim,
         "setup": "+".join(made) if made else finding.setup,  # what the runs were (a paper-scale run is the paper's)
         "control": finding.control, "control_label": finding.control_label, "reason": finding.reason,
+        "title": finding.title, "headline": finding.headline, "see_also": finding.see_also,
         "verdict": finding_criteria.finding_verdict([c["verdict"] for c in out_criteria]),
         "criteria": out_criteria,
         "all_on_one_seed": finding_criteria.all_on_one_seed(out_criteria),
@@ -696,10 +698,11 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
 
 
 def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None,
-                   markdown: Path | None = None) -> list[Path]:
+                   markdown: Path | None = None, readme: Path | None = None) -> list[Path]:
     """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`; with `markdown`, the
     Markdown also at that path, its figures copied (PNG) to `figures/<its stem>/` beside it (how docs/findings.md is
-    regenerated: `conceptlab findings --markdown docs/findings.md`)."""
+    regenerated: `conceptlab findings --markdown docs/findings.md`); with `readme`, that file's generated findings
+    table rewritten from this evaluation (`report.readme`)."""
     from conceptlab.report.findings import findings_html, findings_markdown, finding_figure, has_runs
     from conceptlab.report.save import save_figure
     from conceptlab.store.files import write_text
@@ -730,4 +733,8 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
             else:  # no runs (any more): no figure left from an earlier generation of the page
                 (target / f"{f['name']}.png").unlink(missing_ok=True)
         paths.append(write_text(markdown, findings_markdown(moved)))
+    if readme is not None:  # the README's findings table, between its markers (report.readme)
+        from conceptlab.report.readme import write_readme_table
+
+        paths.append(write_readme_table(result, readme))
     return paths

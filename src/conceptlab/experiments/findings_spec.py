@@ -39,6 +39,7 @@ the study does not write, a finding with neither a control nor a reason, a decla
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from importlib import resources
@@ -53,6 +54,7 @@ from conceptlab.experiments.loading import ConfigError, load_config, parse_yaml,
 from conceptlab.experiments.sweep import parse_spec, sweep_names
 from conceptlab.messages import one_line, shown
 from conceptlab.plugins import PluginError, is_import_path, resolve
+from conceptlab.report.readme import HEADLINE_FIELD
 
 SUITE = "findings.yaml"
 SCALES = ("quick", "full", "paper")
@@ -195,6 +197,13 @@ class FindingSpec(_Strict):
     control: str | None = Field(None, description="the binding control, or 'none' (then give a reason)")
     control_label: str | None = Field(None, max_length=90, description="a few words naming the binding control for "
                                       "the verdict table (the full `control` text is in the finding's section)")
+    title: str | None = Field(None, max_length=90, description="the finding's name in the README's findings table "
+                              "(findings sharing a title are one row group: 'the same' for the later ones)")
+    headline: str | None = Field(None, description="the README row's headline, a template over the evaluation: "
+                                 "{criterion} is its 'k of n', {criterion:value} / {criterion:control} the values' "
+                                 "spread, {criterion:failing} the seeds it fails on, {glob*} the weakest count of the "
+                                 "criteria matching a glob (report.readme.render_headline)")
+    see_also: list[str] = Field(default_factory=list, description="Markdown links for the README row's details")
     reason: str = ""
     criteria: list[CriterionSpec] = Field(default_factory=list)
     claims_from: str | None = Field(None, description="a run set (a sweep with a controls block): its claims")
@@ -272,6 +281,18 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
                                   f"{finding.claims_from!r}")
             used.add(finding.claims_from)
     for finding in suite.findings:
+        names_here = [c.name for c in claim_criteria(suite, finding)] if finding.status == "implemented" else []
+        for braces in re.findall(r"\{[^{}]*\}", finding.headline or ""):
+            if not HEADLINE_FIELD.fullmatch(braces):
+                raise ConfigError(f"{where}: finding {finding.name}: headline field {braces} is not {{criterion}}, "
+                                  "{criterion:value}, {criterion:control}, {criterion:failing} or {glob*}")
+        for field_, part in HEADLINE_FIELD.findall(finding.headline or ""):
+            matched = fnmatch.filter(names_here, field_) if "*" in field_ else [n for n in names_here if n == field_]
+            if not matched or ("*" in field_ and part):
+                raise ConfigError(f"{where}: finding {finding.name}: headline field {{{field_}"
+                                  f"{':' + part if part else ''}}} names no criterion of it"
+                                  + (" (a glob takes no part)" if matched else "")
+                                  + f"; its criteria: {', '.join(names_here) or 'none'}")
         for c in finding.criteria:
             lacking = sorted(set(suite.runs[c.value.runs].seeds) - set(suite.runs[c.control.runs].seeds)) \
                 if c.control is not None else []
