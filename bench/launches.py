@@ -23,10 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from benchlib import ROOT, print_environment  # noqa: E402
-
+ROOT = Path(__file__).resolve().parent.parent
 RATIO = re.compile(r"^ratio (?P<what>.+) \(reference/ours\): (?P<mid>\d+(?:\.\d+)?)x median/median, "
                    r"range (?P<low>\d+(?:\.\d+)?)-(?P<high>\d+(?:\.\d+)?)x", re.M)
 
@@ -66,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     script = Path(bench[0]).resolve() if Path(bench[0]).is_file() else ROOT / bench[0]  # it runs from the repo root
     bench = [str(script), *bench[1:]]
     threads = next((v for k, v in zip(bench, bench[1:]) if k == "--threads"), None)
+    sys.path.insert(0, str(ROOT / "bench"))
+    from benchlib import print_environment  # torch: imported only once the arguments are good
+
     print_environment(int(threads) if threads is not None and threads.isdigit() else os.cpu_count() or 1)
     print(f"bench: {' '.join([script.name, *bench[1:]])}; {args.launches} launches, one after another, each a fresh "
           "process")
