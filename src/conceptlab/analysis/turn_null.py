@@ -41,6 +41,9 @@ checkpoints by its optimizer's noise, a move every image and stream read there s
   independent Gaussian noise per checkpoint at the scale the path's own second differences imply
   (`checkpoint_noise`), on the bow the path keeps for `hold` consecutive checkpoints (`sustained_bow`), so a swing
   at one checkpoint is not a turn. Noise lasting `hold` checkpoints or more counts as signal.
+- `semivariogram(points, max_lag)` and `noise_persistence(points, max_lag)`: on a stretch where the signal is flat
+  (a converged tail), the noise's scale and over how many checkpoints it lasts — what a test with denser
+  checkpoints must know before its `hold` can be chosen.
 
 The detector's own angle is not tested: on a nearly one-dimensional path every reversal is close to 180°, the null's
 as much as the observed one, so its null says nothing (tried and dropped, docs/findings-suite.md). Pure functions on
@@ -335,3 +338,30 @@ def checkpoint_noise_turn_test(steps: np.ndarray, points: np.ndarray, hold: int 
     return CheckpointNoiseTurnTest(bow, float(np.quantile(null, 0.95)) * scale,
                                    (1 + int((null >= bow / scale).sum())) / (draws + 1), draws,
                                    tuple(float(x) for x in sigma), n)
+
+
+def semivariogram(points: np.ndarray, max_lag: int) -> np.ndarray:
+    """γ(h) for h = 1 … `max_lag` checkpoints: half the mean squared change of the path over h checkpoints, summed
+    over concepts (½ mean_i ‖x[i+h] − x[i]‖²). On a stretch where the signal is flat (a converged tail) it measures
+    the network's checkpoint noise directly: independent noise of variance σ² per concept gives γ(h) = σ² · concepts
+    at every lag; noise that persists (e.g. AR(1), γ(h) ∝ 1 − φʰ) rises over as many lags as it lasts."""
+    points = _as_path(points)
+    if max_lag < 1 or max_lag >= points.shape[0]:
+        raise ValueError(f"max_lag must be in [1, {points.shape[0] - 1}] for {points.shape[0]} checkpoints, "
+                         f"got {max_lag}")
+    return np.array([0.5 * float((((points[h:] - points[:-h]) ** 2).sum(axis=1)).mean())
+                     for h in range(1, max_lag + 1)])
+
+
+def noise_persistence(points: np.ndarray, max_lag: int, share: float = 0.9) -> int:
+    """How many checkpoints the path's noise lasts: the smallest lag at which its semivariogram reaches `share` of
+    its plateau (the mean of γ over the largest third of the lags, at least one). 1 for independent noise; for AR(1)
+    noise of coefficient φ about ln(1 − share) / ln φ. Meant for a stretch whose signal is flat (any trend raises γ
+    at long lags, and so the lag found)."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share}")
+    gamma = semivariogram(points, max_lag)
+    plateau = float(gamma[-max(1, max_lag // 3):].mean())
+    if plateau <= 0:
+        return 1
+    return int(np.argmax(gamma >= share * plateau)) + 1

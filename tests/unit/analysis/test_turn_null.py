@@ -291,3 +291,33 @@ def test_checkpoint_noise_test_is_reproducible_consistent_and_undefined_where_it
         checkpoint_noise_turn_test(np.arange(5), path)
     with pytest.raises(ValueError, match="hold"):
         checkpoint_noise_turn_test(np.arange(12), path, hold=0)
+
+
+def _ar1(n, phi, sigma, rng):
+    """AR(1) noise per concept, stationary variance sigma²."""
+    e = np.empty((n, 2))
+    e[0] = rng.standard_normal(2) * sigma
+    innov = sigma * math.sqrt(1 - phi**2)
+    for i in range(1, n):
+        e[i] = phi * e[i - 1] + rng.standard_normal(2) * innov
+    return e
+
+
+def test_the_semivariogram_and_persistence_of_checkpoint_noise():
+    from conceptlab.analysis.turn_null import noise_persistence, semivariogram
+
+    rng = np.random.default_rng(0)
+    flat = np.full((4000, 2), 0.5)
+    independent = flat + rng.standard_normal((4000, 2)) * 0.05
+    gamma = semivariogram(independent, 6)
+    assert np.allclose(gamma, 2 * 0.05**2, rtol=0.06)  # σ² per concept, two concepts, at every lag
+    assert noise_persistence(independent, 8) == 1
+    lasting = flat + _ar1(4000, 0.7, 0.05, rng)  # γ(h) ∝ 1 − 0.7^h: 90% of the plateau at h ≈ 6.5
+    gamma = semivariogram(lasting, 24)
+    assert np.allclose(gamma[:3], 2 * 0.05**2 * (1 - 0.7 ** np.arange(1, 4)), rtol=0.1)
+    assert 6 <= noise_persistence(lasting, 24) <= 8
+    with pytest.raises(ValueError, match="max_lag"):
+        semivariogram(independent[:5], 5)
+    with pytest.raises(ValueError, match="share"):
+        noise_persistence(independent, 4, share=0)
+    assert noise_persistence(flat, 4) == 1  # no noise at all
