@@ -634,11 +634,12 @@ def _print_unfinished(p) -> None:
                               f"{run_progress(folder) or 'no progress recorded'}", markup=False)
 
 
-def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True) -> None:
+def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True,
+                     workers: Optional[int] = None, local: bool = True) -> None:
     """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`):
     a measured time per run and the machines that measured it, never a guess for a set no run has finished. With
     `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later."""
-    from conceptlab.experiments.findings import run_costs, shipped_records
+    from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
 
     timing = shipped_records() if record is None else None  # times only: without --record nothing is reused
     costs = run_costs(p, record, seeds, reuse, timing=timing)
@@ -654,10 +655,16 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     timed = [c for c in costs.values() if c.pending and c.median_seconds is not None]
     if timed:
         untimed = sum(c.pending for c in costs.values() if c.median_seconds is None)
-        hours = sum(c.pending * c.median_seconds for c in timed) / 3600
-        console.print(f"at the measured times, {sum(c.pending for c in timed)} of the runs to go take {hours:.1f} "
-                      "run-hours (divide by the workers for the wall time on a machine like those)"
-                      + (f"; {untimed} more have no finished run to time" if untimed else ""), markup=False)
+        import os
+
+        durations = [c.median_seconds for c in timed for _ in range(c.pending)]
+        pool = workers or os.cpu_count() or 1
+        wall = (f": about {wall_seconds(durations, pool) / 3600:.1f} h of wall time on {pool} worker"
+                f"{'s' if pool != 1 else ''} (one run each at a time, on a machine like those that timed them)"
+                if local else " (the cluster's parallelism sets the wall time)")
+        console.print(f"at the measured times, {len(durations)} of the runs to go take {sum(durations) / 3600:.1f} "
+                      f"run-hours{wall}" + (f"; {untimed} more have no finished run to time" if untimed else ""),
+                      markup=False)
 
 
 @app.command()
@@ -789,7 +796,7 @@ def findings(
     for name, why in p.skipped.items():
         console.print(f"not run: {name} ({why})", markup=False)
     if not evaluate_only:  # --no-reuse runs everything in a new folder: records time it but do not shorten it
-        _print_run_costs(p, record, chosen_seeds, reuse)
+        _print_run_costs(p, record, chosen_seeds, reuse, workers, local=executor == "local")
     if dry_run:
         return
     if record is not None and reuse:  # --no-reuse asks for every run fresh: records are kept, not read

@@ -861,3 +861,13 @@ def test_report_numbers_read_as_numbers():
     assert [_num(v) for v in (4333.33, 20000, 11200.0, -1500.4, 999.5, 76.7, 0.0123, 1e8)] == \
         ["4,330", "20,000", "11,200", "-1,500", "1,000", "76.7", "0.0123", "1e+08"]
     assert [_num(v) for v in (None, True, float("nan"), float("inf"), 1e-15)] == ["—", "true", "—", "never (∞)", "0"]
+
+
+def test_the_wall_time_of_runs_on_a_pool_is_its_makespan_not_run_hours_over_workers():
+    from conceptlab.experiments.findings import wall_seconds
+
+    assert wall_seconds([60.0] * 5, 2) == 180.0  # three rounds, not 150
+    assert wall_seconds([40.0, 100.0, 50.0, 60.0], 2) == 140.0  # longest first: 100 | 60, then 50 → 60+50, 40 → 100+40
+    assert wall_seconds([30.0, 20.0], 4) == 30.0 and wall_seconds([], 3) == 0.0
+    with pytest.raises(ValueError, match="workers"):
+        wall_seconds([1.0], 0)

@@ -373,6 +373,18 @@ def run_costs(p: Plan, records: Path | str | None = None,
     return out
 
 
+def wall_seconds(durations: Collection[float], workers: int) -> float:
+    """The wall time of runs of these durations on `workers` workers, one run each at a time, the longest started
+    first, each on the worker free soonest (as the local pool hands them out, longest first): the makespan, not the
+    run-hours over the workers (5 runs of an hour on 2 workers take 3 hours, not 2.5)."""
+    if workers < 1:
+        raise ValueError(f"workers must be ≥ 1, got {workers}")
+    loads = [0.0] * workers
+    for d in sorted(durations, reverse=True):
+        loads[loads.index(min(loads))] += float(d)
+    return max(loads) if durations else 0.0
+
+
 def shipped_records() -> Path | None:
     """The run records committed with the package's repository (`results/` beside `src/`), when this is a clone that
     has them; None for an installed package."""
