@@ -374,9 +374,10 @@ def run_costs(p: Plan, records: Path | str | None = None,
 
 
 def wall_seconds(durations: Collection[float], workers: int) -> float:
-    """The wall time of runs of these durations on `workers` workers, one run each at a time, the longest started
-    first, each on the worker free soonest (as the local pool hands them out, longest first): the makespan, not the
-    run-hours over the workers (5 runs of an hour on 2 workers take 3 hours, not 2.5)."""
+    """An estimate of the wall time of runs of these durations on `workers` workers, one run each at a time: the
+    makespan with the longest started first, each on the worker free soonest (the pool starts them in the suite's
+    order, which can end later), not the run-hours over the workers (5 runs of an hour on 2 workers take 3 hours,
+    not 2.5)."""
     if workers < 1:
         raise ValueError(f"workers must be ≥ 1, got {workers}")
     loads = [0.0] * workers
