@@ -742,11 +742,14 @@ def findings(
             if not names:
                 _fail(f"--setup {setup}: the suite has no {setup}-setup finding")
     if list_:
+        from conceptlab.report.findings import control_label
+
         table = Table("finding", "paper", "setup", "binding control", box=None)
+        table.columns[0].no_wrap = True  # the name is what one types: never cut
         for f in spec.findings:
             if names and f.name not in names:
                 continue
-            table.add_row(f.name, f.paper, f.setup or f.status, f.control or "—")
+            table.add_row(f.name, f.paper, f.setup or f.status, control_label(f.model_dump()))
         console.print(table)
         return
     out = root or Path("findings" if scale == "full" else f"findings/{scale}")
