@@ -3,6 +3,7 @@ false one does not), the outputs are written, a rerun reuses every run, and a re
 run afresh and gives the same numbers (timings excepted); bad input is one line and exit 2."""
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -108,6 +109,7 @@ def test_setup_chooses_the_findings_of_one_setup(tmp_path):
     # a fresh root without --record is timed by the records committed in the repository, and reuses none of them
     assert "min a run (median of" in dry["paper"] and "they are not reused without --record" in dry["paper"]
     assert "hidden-emergence-paper-setup: 5 to run" in dry["paper"]
+    assert re.search(r"run-hours: about \d+\.\d h of wall time on \d+ workers?", dry["paper"]), dry["paper"]
     listed = runner.invoke(app, ["findings", "--list", "--setup", "paper"])
     assert listed.exit_code == 0 and "hidden-emergence-p" in listed.output and "commitment-hier" not in listed.output
     one = runner.invoke(app, ["findings", "guidance-after-transition", "--setup", "fast", "--dry-run",
