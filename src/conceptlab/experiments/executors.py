@@ -218,7 +218,9 @@ def run_progress(run_dir: Path) -> str:
         return text
     checkpoints = len(folder.list_checkpoints())
     measured = len(folder.measured_steps())
-    return f"evaluating: {min(measured, checkpoints)}/{checkpoints} checkpoints measured"
+    if checkpoints and measured >= checkpoints:  # every checkpoint has a first measurement: the rest, then the summary
+        return f"evaluating: all {checkpoints} checkpoints begun, finishing their measurements and the summary"
+    return f"evaluating: {measured}/{checkpoints} checkpoints measured"
 
 
 def _last_logged_step(log: Path) -> int:

@@ -46,6 +46,9 @@ def test_evaluation_progress_once_trained(tmp_path):
     run = _run(tmp_path, steps=3000, logged=3000, saved=3000, timings=(300.0,), checkpoints=(1000, 2000, 3000),
                measured=(1000,))
     assert run_progress(run) == "evaluating: 1/3 checkpoints measured"
+    for step in (2000, 3000):
+        (run / "eval" / f"step_{step:07d}.parquet").write_bytes(b"")
+    assert run_progress(run) == "evaluating: all 3 checkpoints begun, finishing their measurements and the summary"
 
 
 def test_nothing_for_a_finished_run_and_starting_for_a_fresh_one(tmp_path):
