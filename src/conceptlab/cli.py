@@ -265,7 +265,7 @@ def show(run_dir: Path, as_json: bool = False) -> None:
             from conceptlab.experiments.executors import run_progress, run_state
 
             state, error = run_state(run_dir)
-            progress = run_progress(run_dir)
+            progress = run_progress(run_dir, live=state == "running")
             hint = (f"; resume it with conceptlab resume {shown(str(run_dir))}" if state in ("interrupted", "failed")
                     else "")
             _fail(f"{shown(str(run_dir))} is not finished ({state}{', ' + progress if progress else ''}"
@@ -631,7 +631,8 @@ def _print_unfinished(p) -> None:
             state, _ = run_state(folder)
             if state not in ("done", "queued", "pending"):
                 console.print(f"{s.name} seed {r.config.train.train_seed} ({r.run_id}): {state}, "
-                              f"{run_progress(folder) or 'no progress recorded'}", markup=False)
+                              f"{run_progress(folder, live=state == 'running') or 'no progress recorded'}",
+                              markup=False)
 
 
 def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True,

@@ -845,7 +845,8 @@ def test_evaluate_only_says_how_far_each_started_run_got(tmp_path):
     folder = run.directory(s.sweep.root)
     folder.mkdir(parents=True)
     (folder / "config.yaml").write_text("train:\n  steps: 20\n")
-    (folder / "train_log.jsonl").write_text('{"step": 10, "loss": 1.0}\n')
+    (folder / "train_log.jsonl").write_text('{"step": 10, "loss": 1.0}\n{"step": 12, "loss": 1.0}\n')
+    (folder / "training.json").write_text('{"step": 10}')  # its last saved state: where a resume starts
     (folder / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(), "pid": 2**22 + 7}))
     out = CliRunner().invoke(app, ["findings", "--suite", path, "--root", str(tmp_path / "out"), "--evaluate-only",
                                    "--no-progress"])

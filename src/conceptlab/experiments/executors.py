@@ -192,10 +192,12 @@ def run_state(run_dir: Path) -> tuple[str, str | None]:
     return state, status.get("error")
 
 
-def run_progress(run_dir: Path) -> str:
+def run_progress(run_dir: Path, live: bool = True) -> str:
     """How far an unfinished run got, for `sweep status`: "training 6,120/20,000 (31%), ~38 min left" (the time at
     the rate its training has run so far, every invocation summed from `timings.jsonl`, up to its last saved state),
-    or, once trained, "evaluating: 7/21 checkpoints measured"; "" for a finished run or one that never started."""
+    or, once trained, "evaluating: 7/21 checkpoints measured"; "" for a finished run or one that never started.
+    `live`: its process is running, so the step is the last one logged; else (interrupted, failed) the last saved
+    state's, where a resume starts."""
     folder = RunFolder(run_dir)
     if folder.is_complete() or not (Path(run_dir) / "config.yaml").is_file():
         return ""
@@ -206,9 +208,9 @@ def run_progress(run_dir: Path) -> str:
         saved = folder.trained_step()
     except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
         return ""
-    step = max(saved, _last_logged_step(Path(run_dir) / "train_log.jsonl"))
-    if step == 0 and saved == 0 and not folder.list_checkpoints():
-        return "starting"
+    step = max(saved, _last_logged_step(Path(run_dir) / "train_log.jsonl")) if live else saved
+    if step == 0 and not folder.list_checkpoints():
+        return "starting" if live else "no training state saved yet: it restarts from step 0"
     if step < steps:
         text = f"training {step:,}/{steps:,} ({100 * step // steps}%)"
         trained_seconds = sum(float((e.get("seconds") or {}).get("train") or 0) for e in _timings(run_dir))

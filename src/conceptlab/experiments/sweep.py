@@ -467,7 +467,8 @@ def sweep_status(root: Path) -> list[dict[str, Any]]:
     rows = []
     for entry in manifest["runs"]:
         state, error = run_state(Path(root) / entry["run_id"])
-        progress = run_progress(Path(root) / entry["run_id"]) if state not in ("done", "queued", "pending") else ""
+        progress = (run_progress(Path(root) / entry["run_id"], live=state == "running")
+                    if state not in ("done", "queued", "pending") else "")
         rows.append({"run_id": entry["run_id"], **entry["values"], "state": state, "progress": progress or "—",
                      "error": error})
     return rows

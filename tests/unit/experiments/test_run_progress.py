@@ -35,6 +35,8 @@ def test_training_progress_and_the_time_left_at_the_runs_own_rate(tmp_path):
     # 6,000 steps saved in 600 + 450 s over two invocations (0.175 s a step); logged to 6,310: 13,690 steps left
     run = _run(tmp_path, logged=6310, saved=6000, timings=(600.0, 450.0), checkpoints=(1000, 6000))
     assert run_progress(run) == "training 6,310/20,000 (31%), ~40 min left"
+    # a run whose process is gone resumes from its last saved state: that is where it stands
+    assert run_progress(run, live=False) == "training 6,000/20,000 (30%), ~41 min left"
 
 
 def test_no_rate_before_the_first_saved_state(tmp_path):
@@ -54,6 +56,8 @@ def test_evaluation_progress_once_trained(tmp_path):
 def test_nothing_for_a_finished_run_and_starting_for_a_fresh_one(tmp_path):
     assert run_progress(_run(tmp_path / "a", summary=True, logged=100)) == ""
     assert run_progress(_run(tmp_path / "b")) == "starting"
+    interrupted = _run(tmp_path / "d", logged=120)  # logged, but killed before its first saved state
+    assert run_progress(interrupted, live=False) == "no training state saved yet: it restarts from step 0"
     (tmp_path / "c").mkdir()
     assert run_progress(tmp_path / "c") == ""  # not even a config: nothing to say
 
@@ -65,7 +69,7 @@ def test_runs_show_on_an_unfinished_run_says_how_far_it_got_and_how_to_resume(tm
 
     from conceptlab.cli import app
 
-    run = _run(tmp_path, steps=20, logged=10)
+    run = _run(tmp_path, steps=20, logged=14, saved=10)  # resumes from its saved step 10, not the logged 14
     (run / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(), "pid": 2**22 + 7}))
     out = CliRunner().invoke(app, ["runs", "show", str(run)])
     text = " ".join(out.output.split())
