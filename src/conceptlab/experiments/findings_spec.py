@@ -287,12 +287,13 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
                 raise ConfigError(f"{where}: finding {finding.name}: headline field {braces} is not {{criterion}}, "
                                   "{criterion:value}, {criterion:control}, {criterion:failing} or {glob*}")
         for field_, part in HEADLINE_FIELD.findall(finding.headline or ""):
-            matched = fnmatch.filter(names_here, field_) if "*" in field_ else [n for n in names_here if n == field_]
-            if not matched or ("*" in field_ and part):
-                raise ConfigError(f"{where}: finding {finding.name}: headline field {{{field_}"
-                                  f"{':' + part if part else ''}}} names no criterion of it"
-                                  + (" (a glob takes no part)" if matched else "")
-                                  + f"; its criteria: {', '.join(names_here) or 'none'}")
+            shown_field = f"{{{field_}{':' + part if part else ''}}}"
+            if "*" in field_ and part:
+                raise ConfigError(f"{where}: finding {finding.name}: headline field {shown_field}: a glob gives the "
+                                  "weakest pass count and takes no part")
+            if not (fnmatch.filter(names_here, field_) if "*" in field_ else field_ in names_here):
+                raise ConfigError(f"{where}: finding {finding.name}: headline field {shown_field} names no criterion "
+                                  f"of it; its criteria: {', '.join(names_here) or 'none'}")
         for c in finding.criteria:
             lacking = sorted(set(suite.runs[c.value.runs].seeds) - set(suite.runs[c.control.runs].seeds)) \
                 if c.control is not None else []

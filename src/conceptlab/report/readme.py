@@ -22,9 +22,6 @@ BEGIN = ("<!-- findings table: generated from the run records by `make findings-
          "each row's title and headline template are in src/conceptlab/experiments/findings.yaml: edit those, not "
          "these rows -->")
 END = "<!-- end of the generated findings table -->"
-SETUP_SHORT = {"fast": "fast", "paper": "paper"}
-VERDICT_WORD = {"reproduced": "reproduced", "mixed": "mixed", "not reproduced": "not reproduced",
-                "incomplete": "incomplete", "not run": "not run"}
 
 
 class ReadmeError(ValueError):
@@ -65,7 +62,7 @@ def render_headline(f: dict[str, Any]) -> str:
 def _setup(f: dict[str, Any]) -> str:
     if f.get("precision") and all(str(p).startswith("analytic") for p in f["precision"]):
         return "analytic"
-    return SETUP_SHORT.get(str(f.get("setup")), str(f.get("setup")))
+    return str(f.get("setup"))
 
 
 def readme_table(result: dict[str, Any], page: str = "docs/findings.md") -> str:
@@ -80,26 +77,28 @@ def readme_table(result: dict[str, Any], page: str = "docs/findings.md") -> str:
         for i, f in enumerate(group):
             headline = render_headline(f) or "—"
             details = ", ".join([f"[findings]({page}#{f['name']})", *f.get("see_also", [])])
-            cells = [title if i == 0 else "the same", _setup(f), VERDICT_WORD.get(f["verdict"], f["verdict"]),
-                     headline, details]
+            cells = [title if i == 0 else "the same", _setup(f), f["verdict"], headline, details]
             lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines)
 
 
-def with_table(readme: str, table: str) -> str:
-    """The README text with the block between its markers replaced by the table."""
+def _markers(readme: str) -> tuple[int, int]:
     start, end = readme.find(BEGIN), readme.find(END)
     if start < 0 or end < 0 or end < start:
         raise ReadmeError("the README has no findings-table markers (a line with each of "
                           f"{BEGIN[:40]!r}… and {END!r}, in that order): add them where the table goes")
+    return start, end
+
+
+def with_table(readme: str, table: str) -> str:
+    """The README text with the block between its markers replaced by the table."""
+    start, end = _markers(readme)
     return readme[: start + len(BEGIN)] + "\n" + table + "\n" + readme[end:]
 
 
 def table_in(readme: str) -> str:
     """The table the README holds between its markers."""
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
-        raise ReadmeError("the README has no findings-table markers")
+    start, end = _markers(readme)
     return readme[start + len(BEGIN): end].strip("\n")
 
 
