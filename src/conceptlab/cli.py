@@ -263,11 +263,13 @@ def show(run_dir: Path, as_json: bool = False) -> None:
     except FileNotFoundError as err:
         if (run_dir / "config.yaml").is_file():  # a run folder, not finished: say how far it got
             from conceptlab.experiments.executors import run_progress, run_state
+            from conceptlab.store.run_folder import RunFolder
 
+            holder = RunFolder(run_dir).holder()  # the folder's lock: held exactly while a process runs it
             state, error = run_state(run_dir)
-            progress = run_progress(run_dir, live=state == "running")
-            hint = (f"; resume it with conceptlab resume {shown(str(run_dir))}" if state in ("interrupted", "failed")
-                    else "")
+            state = f"running, {holder}" if holder else ("failed" if state == "failed" else "stopped")
+            progress = run_progress(run_dir, live=holder is not None)
+            hint = "" if holder else f"; resume it with conceptlab resume {shown(str(run_dir))}"
             _fail(f"{shown(str(run_dir))} is not finished ({state}{', ' + progress if progress else ''}"
                   f"{'; last error: ' + error if error else ''}): no summary to show yet{hint}")
         _fail(str(err))
@@ -637,9 +639,12 @@ def _print_unfinished(p) -> None:
 
 def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True,
                      workers: Optional[int] = None, local: bool = True) -> None:
-    """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`):
-    a measured time per run and the machines that measured it, never a guess for a set no run has finished. With
+    """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`;
+    without it, timed by the records committed in the repository): a measured time per run and the machines that
+    measured it, never a guess for a set no run has finished, and the wall time on `workers` local workers. With
     `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later."""
+    import os
+
     from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
 
     timing = shipped_records() if record is None else None  # times only: without --record nothing is reused
@@ -656,8 +661,6 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     timed = [c for c in costs.values() if c.pending and c.median_seconds is not None]
     if timed:
         untimed = sum(c.pending for c in costs.values() if c.median_seconds is None)
-        import os
-
         durations = [c.median_seconds for c in timed for _ in range(c.pending)]
         pool = workers or os.cpu_count() or 1
         wall = (f": about {wall_seconds(durations, pool) / 3600:.1f} h of wall time on {pool} worker"

@@ -69,10 +69,35 @@ def test_runs_show_on_an_unfinished_run_says_how_far_it_got_and_how_to_resume(tm
 
     from conceptlab.cli import app
 
-    run = _run(tmp_path, steps=20, logged=14, saved=10)  # resumes from its saved step 10, not the logged 14
+    run = _run(tmp_path, steps=40, logged=30, saved=10)  # resumes from its saved step 10, not the logged 30
     (run / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(), "pid": 2**22 + 7}))
     out = CliRunner().invoke(app, ["runs", "show", str(run)])
     text = " ".join(out.output.split())
     assert out.exit_code == 2, text
-    assert "is not finished (interrupted, training 10/20 (50%)): no summary to show yet" in text, text
+    assert "is not finished (stopped, training 10/40 (25%)): no summary to show yet" in text, text  # no lock held
     assert "resume it with conceptlab resume" in text
+    from conceptlab.store.run_folder import RunFolder
+
+    import multiprocessing
+
+    ready, done = multiprocessing.Event(), multiprocessing.Event()
+    holder = multiprocessing.get_context("fork").Process(target=_hold_lock, args=(str(run), ready, done))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        text = " ".join(CliRunner().invoke(app, ["runs", "show", str(run)]).output.split())
+        assert f"is not finished (running, PID {holder.pid} on host" in text and "training 30/40 (75%)" in text, text
+        assert "resume it" not in text
+    finally:
+        done.set()
+        holder.join(30)
+    assert RunFolder(run).holder() is None
+
+
+def _hold_lock(run, ready, done):
+    """A process running the folder, as far as its lock shows: holds it until told to stop."""
+    from conceptlab.store.run_folder import RunFolder
+
+    with RunFolder(run).lock():
+        ready.set()
+        done.wait(30)
