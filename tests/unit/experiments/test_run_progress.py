@@ -1,5 +1,6 @@
-"""How far an unfinished run got, as `sweep status` shows it (experiments.executors.run_progress): its training step
-with the time left at its own rate, then its evaluation; nothing for a finished run or one never started."""
+"""How far an unfinished run got, as `sweep status`, `findings --evaluate-only` and `runs show` say it
+(experiments.executors.run_progress): its training step with the time left at its own rate, then its evaluation;
+nothing for a finished run or one never started; `runs show` tells a running run from a stopped one by its lock."""
 
 from __future__ import annotations
 
