@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     found: list[dict[str, float]] = []
     for k in range(1, args.launches + 1):
+        print(f"launch {k}/{args.launches} running…", file=sys.stderr, flush=True)  # a bench takes minutes
         done = subprocess.run([sys.executable, *bench], cwd=ROOT, env=env, capture_output=True, text=True)
         if args.keep is not None:
             args.keep.mkdir(parents=True, exist_ok=True)
