@@ -693,6 +693,9 @@ def findings(
                                             "figures/<its name>/ (e.g. docs/findings.md: docs/figures/findings/)"),
     readme: Optional[Path] = typer.Option(None, help="also rewrite this README's generated findings table (between "
                                           "its two markers) from the evaluation, e.g. README.md"),
+    adopt: Optional[list[Path]] = typer.Option(None, "--adopt", help="a folder holding finished runs made outside "
+                                               "the suite (e.g. by conceptlab sweep run): each planned run not "
+                                               "finished here takes a copy of the run with its run id; repeatable"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="run only these report seeds (comma-separated; the "
@@ -784,6 +787,9 @@ def findings(
         if not reuse:
             _fail("--seeds leaves the other seeds to a later invocation in the same root, but --no-reuse starts a "
                   "new run folder each time, where they would never be found: use one or the other")
+    if adopt and not reuse:
+        _fail("--adopt fills this root's run folders with finished runs, but --no-reuse runs every run fresh in a new "
+              "folder: use one or the other")
     if readme is not None:  # before anything runs: a README without the table's markers is a usage error
         from conceptlab.report.readme import ReadmeError, table_in
 
@@ -806,6 +812,16 @@ def findings(
         _print_run_costs(p, record, chosen_seeds, reuse, workers, local=executor == "local")
     if dry_run:
         return
+    if adopt and reuse:  # runs made elsewhere under the same run ids (config and analysis versions)
+        from conceptlab.experiments.findings import adopt_runs
+
+        try:
+            adopted = adopt_runs(p, adopt)
+        except ConfigError as err:
+            _fail(str(err))
+        for source, n in adopted.items():
+            console.print(f"{n} runs adopted from {source} (their run ids match planned runs not finished here)",
+                          markup=False)
     if record is not None and reuse:  # --no-reuse asks for every run fresh: records are kept, not read
         from conceptlab.experiments.findings import restore_records
 

@@ -872,3 +872,33 @@ def test_the_wall_time_of_runs_on_a_pool_is_its_makespan_not_run_hours_over_work
     assert wall_seconds([30.0, 20.0], 4) == 30.0 and wall_seconds([], 3) == 0.0
     with pytest.raises(ValueError, match="workers"):
         wall_seconds([1.0], 0)
+
+
+def test_runs_made_outside_the_suite_are_adopted_by_run_id(tmp_path):
+    # a run set's runs made by `conceptlab sweep run` elsewhere (the same config, so the same run ids) are taken by
+    # --adopt instead of being run again; a folder of other runs adopts nothing
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+    from conceptlab.experiments.findings import adopt_runs
+    from conceptlab.experiments.sweep import is_complete
+
+    path = _write(tmp_path, _suite())
+    elsewhere = plan(load_suite(path), None, "full", tmp_path / "elsewhere")
+    _fake_runs(elsewhere, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.9, 200, 300)}})
+    here = plan(load_suite(path), None, "full", tmp_path / "here")
+    assert adopt_runs(here, [tmp_path / "elsewhere" / "runs" / "a"]) == {str(tmp_path / "elsewhere" / "runs" / "a"): 2}
+    adopted = [r for r in here.sets["a"].sweep.runs if is_complete(r.directory(here.sets["a"].sweep.root))]
+    assert sorted(r.config.train.train_seed for r in adopted) == [100, 101]
+    status = json.loads((adopted[0].directory(here.sets["a"].sweep.root) / "status.json").read_text())
+    assert status["state"] == "done" and "elsewhere" in status["copied_from"]
+    assert adopt_runs(here, [tmp_path / "elsewhere"]) == {str(tmp_path / "elsewhere"): 0}  # finished here already
+    with pytest.raises(ConfigError, match="not a folder"):
+        adopt_runs(here, [tmp_path / "nowhere"])
+    out = CliRunner().invoke(app, ["findings", "--suite", path, "--root", str(tmp_path / "cli"), "--evaluate-only",
+                                   "--no-progress", "--adopt", str(tmp_path / "elsewhere")])
+    assert out.exit_code == 0, out.output
+    assert "2 runs adopted from" in " ".join(out.output.split())
+    refused = CliRunner().invoke(app, ["findings", "--suite", path, "--root", str(tmp_path / "cli"), "--no-reuse",
+                                       "--adopt", str(tmp_path / "elsewhere"), "--dry-run"])
+    assert refused.exit_code == 2 and "use one or the other" in refused.output

@@ -435,6 +435,30 @@ def restore_records(p: Plan, records: Path | str) -> int:
     return restored
 
 
+def adopt_runs(p: Plan, sources: Collection[Path | str]) -> dict[str, int]:
+    """Fill each unfinished run folder of the plan with a copy of a finished run of the same run id found anywhere
+    under `sources` (a sweep run on its own with `conceptlab sweep run`, another findings root, a records folder):
+    the id names the config and the analysis versions, so that run's results are this one's
+    (`sweep.adopt_finished_twin`; status `copied_from` it). Returns the count adopted from each source."""
+    from conceptlab.experiments.findings_compare import run_folders
+
+    found: dict[str, tuple[str, Path]] = {}
+    for source in sources:
+        if not Path(source).is_dir():
+            raise ConfigError(f"--adopt {source}: not a folder")
+        for run_id, folder in run_folders(source).items():
+            found.setdefault(run_id, (str(source), folder))
+    counts = {str(source): 0 for source in sources}
+    for s in p.sets.values():
+        if s.sweep is None:
+            continue
+        for r in s.sweep.runs:
+            folder = r.directory(s.sweep.root)
+            if r.run_id in found and not is_complete(folder) and adopt_finished_twin(found[r.run_id][1], folder):
+                counts[found[r.run_id][0]] += 1
+    return counts
+
+
 def record_plan(p: Plan, dest: Path | str) -> dict[str, int]:
     """Keep a record (`store.records`) of every finished run of the plan's run sets under `<dest>/runs/<set>/<run
     id>/`, and each analytic set's per-seed results beside them, so that `dest` can be evaluated later as a findings
