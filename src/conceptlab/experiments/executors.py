@@ -42,7 +42,7 @@ from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, parse_override
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.messages import one_line, shown
-from conceptlab.store.files import append_text, read_json, write_json
+from conceptlab.store.files import append_text, read_json, read_jsonl, write_json
 from conceptlab.store.run_folder import RunFolder, RunLockedError
 from conceptlab.studies import study_for
 
@@ -199,21 +199,22 @@ def run_progress(run_dir: Path, live: bool = True) -> str:
     `live`: its process is running, so the step is the last one logged; else (interrupted, failed) the last saved
     state's, where a resume starts."""
     folder = RunFolder(run_dir)
-    if folder.is_complete() or not (Path(run_dir) / "config.yaml").is_file():
+    if folder.is_complete() or not folder.config.is_file():
         return ""
     try:
         import yaml
 
-        steps = int(((yaml.safe_load((Path(run_dir) / "config.yaml").read_text()) or {}).get("train") or {})["steps"])
+        steps = int(((yaml.safe_load(folder.config.read_text()) or {}).get("train") or {})["steps"])
         saved = folder.trained_step()
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        timings, _ = read_jsonl(folder.timings) if folder.timings.is_file() else ([], None)  # a torn line dropped
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):  # FileFormatError is a ValueError
         return ""
-    step = max(saved, _last_logged_step(Path(run_dir) / "train_log.jsonl")) if live else saved
+    step = max(saved, _last_logged_step(folder.train_log)) if live else saved
     if step == 0 and not folder.list_checkpoints():
         return "starting" if live else "no training state saved yet: it restarts from step 0"
     if step < steps:
         text = f"training {step:,}/{steps:,} ({100 * step // steps}%)"
-        trained_seconds = sum(float((e.get("seconds") or {}).get("train") or 0) for e in _timings(run_dir))
+        trained_seconds = sum(float((e.get("seconds") or {}).get("train") or 0) for e in timings if isinstance(e, dict))
         if saved > 0 and trained_seconds > 0:
             left = (steps - step) * trained_seconds / saved
             text += f", ~{left / 60:.0f} min left" if left >= 60 else f", ~{left:.0f} s left"
@@ -226,7 +227,8 @@ def run_progress(run_dir: Path, live: bool = True) -> str:
 
 
 def _last_logged_step(log: Path) -> int:
-    """The step of the last complete line of a training log (read from its end; 0 when there is none)."""
+    """The step of the last complete line of a training log, read from its end (the log grows to thousands of lines;
+    0 when there is none)."""
     try:
         with open(log, "rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -240,22 +242,6 @@ def _last_logged_step(log: Path) -> int:
         except (ValueError, KeyError, TypeError):
             continue
     return 0
-
-
-def _timings(run_dir: Path) -> list[dict]:
-    try:
-        lines = (Path(run_dir) / "timings.jsonl").read_text().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:  # a torn last line
-            continue
-        if isinstance(entry, dict):
-            out.append(entry)
-    return out
 
 
 def _pid_alive(pid: int) -> bool:

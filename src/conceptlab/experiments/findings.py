@@ -383,7 +383,7 @@ def wall_seconds(durations: Collection[float], workers: int) -> float:
     loads = [0.0] * workers
     for d in sorted(durations, reverse=True):
         loads[loads.index(min(loads))] += float(d)
-    return max(loads) if durations else 0.0
+    return max(loads)
 
 
 def shipped_records() -> Path | None:

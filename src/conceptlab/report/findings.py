@@ -59,6 +59,16 @@ def _spread(s: dict | None) -> str:
     return text
 
 
+def value_text(c: dict) -> str:
+    """A criterion's values over its report seeds, as its tables show them: mean [min, max]; censored in k."""
+    return _spread(c.get("values"))
+
+
+def control_text(c: dict) -> str:
+    """What a criterion's values are compared with: its control's spread over the seeds, or its threshold."""
+    return _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold"))
+
+
 def hms(seconds: float | None) -> str:
     if seconds is None:
         return "—"
@@ -129,8 +139,7 @@ def criteria_table(f: dict) -> pd.DataFrame:
     rows = []
     for c in f["criteria"]:
         rows.append({"criterion": c["name"], "rule": _rule(c), "passed": _passed(c),
-                     "verdict": VERDICT_MARK[c["verdict"]], "value": _spread(c.get("values")),
-                     "control": _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold")),
+                     "verdict": VERDICT_MARK[c["verdict"]], "value": value_text(c), "control": control_text(c),
                      "difference": _spread(c.get("differences"))})
     return pd.DataFrame(rows)
 

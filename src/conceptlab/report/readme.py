@@ -35,7 +35,7 @@ def _count(c: dict[str, Any]) -> str:
 def render_headline(f: dict[str, Any]) -> str:
     """The finding's headline template filled from its evaluated criteria (a field whose criterion has no result
     reads "—")."""
-    from conceptlab.report.findings import _num, _spread
+    from conceptlab.report.findings import control_text, value_text
 
     crit = {c["name"]: c for c in f.get("criteria") or []}
 
@@ -48,9 +48,9 @@ def render_headline(f: dict[str, Any]) -> str:
         if c is None:
             return "—"
         if part == "value":
-            return _spread(c.get("values"))
+            return value_text(c)
         if part == "control":
-            return _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold"))
+            return control_text(c)
         if part == "failing":
             seeds = [str(s["seed"]) for s in c.get("seeds", []) if not s["passed"]]
             return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(seeds) if seeds else "no seed"
