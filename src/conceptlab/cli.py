@@ -1379,6 +1379,50 @@ def runs_query(
         _print_frame(result)
 
 
+@runs_app.command("noise")
+def runs_noise(
+    run_dir: Path = typer.Argument(..., help="a finished concept-space run folder (`latest`: the newest under ./runs)"),
+    from_step: float = typer.Option(0.0, "--from-step", help="read checkpoints at this step and later (e.g. the "
+                                    "converged tail, where the trajectories are flat)"),
+    max_lag: int = typer.Option(8, "--max-lag", min=1, help="longest lag, in checkpoints"),
+    share: float = typer.Option(0.9, help="persistence: the first lag where γ reaches this share of its plateau"),
+    figure: Optional[Path] = typer.Option(None, help="also save γ against the lag as a figure (.png, .pdf, .svg)"),
+) -> None:
+    """Checkpoint-to-checkpoint noise of a run's concept-space trajectories: each one's semivariogram over the lags
+    and for how many checkpoints its noise persists (1: independent from one checkpoint to the next)."""
+    from conceptlab.experiments.checkpoint_noise import NoiseInputError, measure_run, noise_frame
+
+    run_dir = _run_folder(run_dir)
+    if not run_dir.is_dir():
+        _fail(f"{run_dir}: no such run folder")
+    if not 0 < share <= 1:
+        _fail(f"--share must be in (0, 1], got {share}")
+    try:
+        results = measure_run(run_dir, from_step=from_step, max_lag=max_lag, share=share)
+    except NoiseInputError as err:
+        _fail(str(err))
+    if not results:
+        _fail(f"{run_dir}: no concept-space trajectory at steps ≥ {from_step:g}")
+    frame = noise_frame(results)
+    wide = frame.pivot_table(index="trajectory", columns="lag", values="gamma", sort=False)
+    wide.columns = [f"γ({lag})" for lag in wide.columns]
+    first = frame.drop_duplicates("trajectory").set_index("trajectory")
+    table = first[["split", "checkpoints"]].join(wide)
+    table["persists"] = [f"{int(p)} ({s:,.0f} steps)" for p, s in zip(first["persistence"], first["persistence_steps"])]
+    _print_frame(table.reset_index())
+    spacing = results[0].spacing
+    console.print(f"lags in checkpoints {spacing:,.0f} steps apart, from step {results[0].steps[0]:,.0f} to "
+                  f"{results[0].steps[-1]:,.0f}; γ: half the mean squared change over the lag, summed over concepts",
+                  markup=False)
+    if figure is not None:
+        from conceptlab.report.figures import plot_checkpoint_noise
+        from conceptlab.report.save import save_figure
+
+        saved = save_figure(plot_checkpoint_noise(frame, title=f"{run_dir.name}: checkpoint noise from step "
+                                                              f"{from_step:,.0f}"), figure)
+        console.print(f"figure: {saved}", markup=False)
+
+
 def _print_frame(frame) -> None:
     cells = [[escape(_cell(v)) for v in row] for row in frame.itertuples(index=False)]
     headers = [escape(str(c)) for c in frame.columns]

@@ -141,7 +141,7 @@ def _streams_run(tmp_path, name: str, seed: int, path, streams: int = 5, n: int 
 
 def test_replicate_stream_turn_pools_every_naive_stream_and_reads_its_sign_flip_null(tmp_path):
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
-    from conceptlab.experiments.finding_measures import _stream_readings, replicate_stream_turn
+    from conceptlab.experiments.finding_measures import naive_stream_readings, replicate_stream_turn
 
     l_turn = [(0.05, 0.05), (0.05, 0.5), (0.05, 0.95), (0.05, 0.95), (0.5, 0.95), (0.95, 0.95), (0.95, 0.95)]
     line = [(0.05 + 0.15 * i, 0.05 + 0.15 * i) for i in range(7)]
@@ -161,12 +161,12 @@ def test_replicate_stream_turn_pools_every_naive_stream_and_reads_its_sign_flip_
     table.loc[table["target"] == "11", "target"] = "10"
     table.to_parquet(flipped.folder / "interventions.parquet")
     stored = table[(table["target"] == "10") & (table["stream"] == 0)].sort_values("step")
-    readings = _stream_readings(flipped.folder, "10", 0.0)[1]
+    readings = naive_stream_readings(flipped.folder, "10", 0.0)[1]
     assert readings[0, :, 0] == pytest.approx(stored["p_color"].to_numpy())
     assert readings[0, :, 1] == pytest.approx(1 - stored["p_size"].to_numpy())
     # checkpoints with under 25% valid images are left out
     sparse = _streams_run(tmp_path, "sparse", 103, l_turn, valid=[0.2, 1, 1, 1, 1, 1, 1])
-    assert list(_stream_readings(sparse.folder, "11", 0.25)[0]) == [200.0, 300.0, 400.0, 500.0, 600.0, 700.0]
+    assert list(naive_stream_readings(sparse.folder, "11", 0.25)[0]) == [200.0, 300.0, 400.0, 500.0, 600.0, 700.0]
     four = _streams_run(tmp_path, "four", 104, l_turn, streams=4)
     assert replicate_stream_turn([four]) == {104: None}  # 4 streams: 16 patterns, the test is not run
     empty = tmp_path / "empty"

@@ -299,7 +299,7 @@ def _test_part(runs: list, table: str, cached_test, attribute: str, *args, seed:
     return out
 
 
-def _stream_readings(folder, target: str, min_valid: float) -> Any:
+def naive_stream_readings(folder, target: str, min_valid: float) -> Any:
     """(steps, readings [streams, steps, concepts] oriented so 1 is the target's value, valid images [streams,
     steps]) of the target's naive prompting on every noise stream of a run's interventions table (streams 0..k−1:
     `naive` and `naive_repeats`), keeping checkpoints whose pooled valid images are at least max(2, `min_valid` × the
@@ -332,8 +332,8 @@ def _stream_readings(folder, target: str, min_valid: float) -> Any:
 
 @functools.lru_cache(maxsize=64)
 def _stream_readings_of(folder: str, stamp: float, target: str, min_valid: float) -> Any:
-    """`_stream_readings` for one table version (`stamp`: its mtime), read once for the tests that share it."""
-    return _stream_readings(folder, target, min_valid)
+    """`naive_stream_readings` for one table version (`stamp`: its mtime), read once for the tests that share it."""
+    return naive_stream_readings(folder, target, min_valid)
 
 
 @functools.lru_cache(maxsize=256)

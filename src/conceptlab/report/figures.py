@@ -278,3 +278,30 @@ def plot_samples(samples: dict[int, np.ndarray], labels: list[str], column_width
     axes[0, 0].xaxis.tick_top()
     fig.tight_layout()
     return fig
+
+
+@styled
+def plot_checkpoint_noise(frame: pd.DataFrame, title: str | None = None) -> Figure:
+    """Each trajectory's semivariogram γ against the lag in training steps (`experiments.checkpoint_noise.noise_frame`):
+    solid for training classes, dashed for the held-out class; a ring marks the lag where its noise persistence is
+    read. A flat line is noise independent from one checkpoint to the next; a rising one, noise that lasts."""
+    if frame.empty:
+        raise ValueError("no trajectories to plot")
+    names = frame["trajectory"].unique()
+    fig, ax = plt.subplots(figsize=(COLUMN, 2.4 + 0.16 * math.ceil(len(names) / 2)))
+    for k, (name, rows) in enumerate(frame.groupby("trajectory", sort=False)):
+        rows = rows.sort_values("lag")
+        gamma = rows["gamma"].to_numpy(dtype=float)
+        line, = ax.plot(rows["lag_steps"], gamma, color=color(k), lw=1.2, marker=".",
+                        ls="--" if rows["split"].iloc[0] != "train" else "-", label=name)
+        at = rows[rows["lag"] == rows["persistence"].iloc[0]]
+        ax.plot(at["lag_steps"], at["gamma"], "o", mfc="none", color=line.get_color(), ms=7)
+    if (frame["gamma"] > 0).all():
+        ax.set_yscale("log")
+    ax.set_xlabel("lag (training steps between the two checkpoints)")
+    ax.set_ylabel("semivariogram γ")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="x-small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.22), frameon=False)
+    fig.tight_layout()
+    return fig
