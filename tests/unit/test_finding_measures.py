@@ -206,6 +206,34 @@ def test_checkpoint_noise_turn_reads_the_pooled_streams_and_does_not_call_a_one_
         checkpoint_noise_turn(runs, part="level")
 
 
+def test_checkpoint_noise_turn_with_a_stride_reads_every_kth_checkpoint_counted_back_from_the_last(tmp_path):
+    from conceptlab.experiments.finding_measures import checkpoint_noise_turn, naive_stream_readings
+
+    rng = np.random.default_rng(1)
+    n = 16
+    l_turn = np.concatenate([np.linspace([0.1, 0.1], [0.1, 0.9], 7), np.linspace([0.1, 0.9], [0.9, 0.9], n - 7)])
+    path = np.clip(l_turn + rng.normal(0, 0.02, (n, 2)), 0, 1)
+    dense = _streams_run(tmp_path, "dense", 100, path, streams=2, valid=[0.1] + [1.0] * (n - 1))
+    # steps 100 … 1,600: stride 3 keeps 1,600, 1,300, …, 100; step 100 then fails the valid-image filter, which
+    # does not shift the phase
+    kept = [100.0, 400.0, 700.0, 1000.0, 1300.0, 1600.0]
+    assert list(naive_stream_readings(dense.folder, "11", 0.25, stride=3)[0]) == kept[1:]
+    assert list(naive_stream_readings(dense.folder, "11", 0.0, stride=3)[0]) == kept
+    assert list(naive_stream_readings(dense.folder, "11", 0.0, stride=1)[0]) == [100.0 * (i + 1) for i in range(n)]
+    # the strided test is the test of the thinned run: same p, bow and null
+    thinned = _streams_run(tmp_path, "thinned", 100, path[[0, 3, 6, 9, 12, 15]], streams=2,
+                           valid=[0.1, 1, 1, 1, 1, 1])
+    table = pd.read_parquet(thinned.folder / "interventions.parquet")
+    table["step"] = table["step"].map(dict(zip([100, 200, 300, 400, 500, 600], kept)))
+    table.to_parquet(thinned.folder / "interventions.parquet")
+    for part in ("p", "observed", "null_q95"):
+        got = checkpoint_noise_turn([dense], part=part, stride=3, hold=2)
+        assert got[100] is not None and got == pytest.approx(checkpoint_noise_turn([thinned], part=part, hold=2))
+        assert got != checkpoint_noise_turn([dense], part=part, hold=2)
+    with pytest.raises(ValueError, match="stride"):
+        checkpoint_noise_turn([dense], stride=0)
+
+
 def _bump_run(tmp_path, seed: int, low: float, high: float, accuracy: float) -> RunRecord:
     from conceptlab.experiments.loading import config_to_yaml, load_config
 

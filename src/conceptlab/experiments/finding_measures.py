@@ -299,11 +299,15 @@ def _test_part(runs: list, table: str, cached_test, attribute: str, *args, seed:
     return out
 
 
-def naive_stream_readings(folder, target: str, min_valid: float) -> Any:
+def naive_stream_readings(folder, target: str, min_valid: float, stride: int = 1) -> Any:
     """(steps, readings [streams, steps, concepts] oriented so 1 is the target's value, valid images [streams,
     steps]) of the target's naive prompting on every noise stream of a run's interventions table (streams 0..k−1:
     `naive` and `naive_repeats`), keeping checkpoints whose pooled valid images are at least max(2, `min_valid` × the
-    images generated there); NOT_MEASURED when the run lacks the table or the target's naive rows."""
+    images generated there); NOT_MEASURED when the run lacks the table or the target's naive rows. `stride` k > 1
+    reads every k-th checkpoint counted back from the run's last (the last, the k-th before it, …), chosen on the
+    run's own checkpoints before the valid-image filter, so the phase does not depend on which ones it drops."""
+    if stride < 1:
+        raise ValueError(f"stride must be ≥ 1, got {stride}")
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
     path = None if folder is None else RunFolder(folder).table("interventions")
@@ -314,7 +318,8 @@ def naive_stream_readings(folder, target: str, min_valid: float) -> Any:
     concepts = [c for c in table.columns if c.startswith("p_")]
     if rows.empty or len(concepts) != len(str(target)):
         return NOT_MEASURED
-    steps = np.sort(rows["step"].unique())
+    steps = np.sort(rows["step"].unique())[::-1][::stride][::-1]
+    rows = rows[rows["step"].isin(steps)]
     streams = np.sort(rows["stream"].unique())
     grid = rows.set_index(["stream", "step"]).sort_index()
     if grid.index.duplicated().any():
@@ -331,9 +336,9 @@ def naive_stream_readings(folder, target: str, min_valid: float) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _stream_readings_of(folder: str, stamp: float, target: str, min_valid: float) -> Any:
+def _stream_readings_of(folder: str, stamp: float, target: str, min_valid: float, stride: int = 1) -> Any:
     """`naive_stream_readings` for one table version (`stamp`: its mtime), read once for the tests that share it."""
-    return naive_stream_readings(folder, target, min_valid)
+    return naive_stream_readings(folder, target, min_valid, stride)
 
 
 @functools.lru_cache(maxsize=256)
@@ -367,12 +372,13 @@ def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed"
 
 
 @functools.lru_cache(maxsize=256)
-def _checkpoint_noise_turn_test(folder: str, stamp: float, target: str, hold: int, draws: int, seed: int):
+def _checkpoint_noise_turn_test(folder: str, stamp: float, target: str, hold: int, draws: int, stride: int,
+                                seed: int):
     """The checkpoint-noise test of one run's held-out trajectory pooled over its naive noise streams (NOT_MEASURED
     or an `analysis.turn_null.CheckpointNoiseTurnTest`), computed once per run folder and table version (`stamp`)."""
     from conceptlab.analysis.turn_null import checkpoint_noise_turn_test, pool_streams
 
-    read = _stream_readings_of(folder, stamp, target, MIN_VALID_FRACTION)
+    read = _stream_readings_of(folder, stamp, target, MIN_VALID_FRACTION, stride)
     if not isinstance(read, tuple):
         return read
     steps, readings, valid = read
@@ -381,19 +387,23 @@ def _checkpoint_noise_turn_test(folder: str, stamp: float, target: str, hold: in
 
 
 def checkpoint_noise_turn(runs: list, target: str = "11", part: str = "observed", hold: int = 2, draws: int = 999,
-                          seed: int = 0) -> dict[int, Any]:
+                          seed: int = 0, stride: int = 1) -> dict[int, Any]:
     """Per seed, from a studentized bootstrap of a straight path with independent checkpoint-to-checkpoint noise at
     the scale the path's own second differences imply (`analysis.turn_null.checkpoint_noise_turn_test`): `part`
     "observed", the largest distance from its chord that the target's naive trajectory (pooled over every naive
     noise stream of the interventions table) keeps for `hold` consecutive checkpoints; "null_q95", the bow it must
     exceed; "p", the bootstrap p-value. Checkpoints whose pooled valid images are under 25% of those generated are
     left out. Not measured when the run lacks the table or the target; None when the test is undefined (fewer than
-    5 checkpoints, or a path ending where it started). The null's stream is `seed` + the run's seed."""
+    5 checkpoints, or a path ending where it started). The null's stream is `seed` + the run's seed. `stride` k > 1
+    reads every k-th checkpoint counted back from the last (dense checkpoints whose noise persists over k − 1 of
+    them; `naive_stream_readings`), so the null's independent noise holds between the checkpoints it reads."""
     parts = {"observed": "bow", "null_q95": "bow_null_q95", "p": "bow_p"}
     if part not in parts:
         raise ValueError(f"part must be one of {sorted(parts)}, got {part!r}")
+    if int(stride) < 1:
+        raise ValueError(f"stride must be ≥ 1, got {stride}")
     return _test_part(runs, "interventions", _checkpoint_noise_turn_test, parts[part], str(target), int(hold),
-                      int(draws), seed=seed)
+                      int(draws), int(stride), seed=seed)
 
 
 def _copying(r, region: str, metric: str) -> Any:
