@@ -241,6 +241,34 @@ def test_checkpoint_noise_null_passes_few_noisy_straight_paths(n):
     assert _rate(heavy) <= 0.15  # heavy tails are outside the Gaussian null; still near the level
 
 
+@pytest.mark.parametrize("n, hold", [(80, 5), (27, 3)])
+def test_checkpoint_noise_null_keeps_its_level_at_the_dense_checkpoint_rules_settings(n, hold):
+    """The settings the dense-checkpoint rule can pick (docs/findings-suite.md: 80 checkpoints with hold 5 when the
+    noise lasts one checkpoint, ~27 with hold 3 when thinned by 3)."""
+    rng = np.random.default_rng(n)
+    gaussian = [_line(n, rng, sigmoid=k % 2 == 0) + rng.normal(0, rng.choice([0.02, 0.1]), (n, 2)) for k in range(120)]
+    heavy = [_line(n, rng, sigmoid=False) + 0.05 * rng.standard_t(2, (n, 2)) for k in range(100)]
+    assert _rate(gaussian, hold) <= 0.09
+    assert _rate(heavy, hold) <= 0.15
+
+
+def test_noise_that_persists_passes_as_a_turn_unless_the_path_is_thinned_to_its_persistence():
+    """AR(1) checkpoint noise (φ = 0.5, lasting about three checkpoints) on straight dense paths: read at every
+    checkpoint the independent-noise null calls half of them turns; thinned to every third checkpoint it holds."""
+    rng = np.random.default_rng(5)
+
+    def ar1(n: int, phi: float = 0.5, sigma: float = 0.03) -> np.ndarray:
+        e, x = rng.normal(0, sigma, (n, 2)), np.zeros((n, 2))
+        x[0] = e[0]
+        for i in range(1, n):
+            x[i] = phi * x[i - 1] + math.sqrt(1 - phi ** 2) * e[i]
+        return x
+
+    paths = [_line(80, rng, sigmoid=False) + ar1(80) for _ in range(120)]
+    assert _rate(paths, hold=5) >= 0.3
+    assert _rate([p[::-1][::3][::-1] for p in paths], hold=3) <= 0.15
+
+
 def test_a_swing_at_one_checkpoint_is_not_a_turn_but_a_held_turn_is():
     rng = np.random.default_rng(3)
     n = 19
