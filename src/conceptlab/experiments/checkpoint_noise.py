@@ -96,8 +96,9 @@ def held_out_targets(folder: Path) -> list[str]:
 
 def measure_run(folder: Path, from_step: float = 0.0, max_lag: int = 8, share: float = 0.9) -> list[TrajectoryNoise]:
     """Every trajectory's semivariogram and persistence over the run's checkpoints at steps ≥ `from_step`. Refuses
-    (NoiseInputError) a trajectory with fewer than max_lag + 2 checkpoints there: γ at the longest lag would rest on
-    a single difference."""
+    (NoiseInputError) a trajectory with fewer than max_lag + 2 checkpoints there (γ at the longest lag would rest on
+    a single difference) or unevenly spaced ones (a lag counts checkpoints; a missing one, e.g. dropped for too few
+    valid images, would mix two lags)."""
     folder = Path(folder)
     if max_lag < 1:
         raise ValueError(f"max_lag must be ≥ 1, got {max_lag}")
@@ -112,6 +113,11 @@ def measure_run(folder: Path, from_step: float = 0.0, max_lag: int = 8, share: f
         if len(steps) < max_lag + 2:
             raise NoiseInputError(f"{folder}: {name} has {len(steps)} checkpoints at steps ≥ {from_step:g}; "
                                   f"lags up to {max_lag} need at least {max_lag + 2} (lower --max-lag or --from-step)")
+        gaps = np.diff(steps)
+        if gaps.max() > 1.01 * gaps.min():
+            raise NoiseInputError(f"{folder}: {name}'s checkpoints at steps ≥ {from_step:g} are not evenly spaced "
+                                  f"({gaps.min():g} to {gaps.max():g} steps apart); a lag counts checkpoints, so "
+                                  f"start --from-step where the spacing is even")
         gamma = semivariogram(points, max_lag)
         out.append(TrajectoryNoise(name, split, np.asarray(steps, dtype=float), gamma,
                                    noise_persistence(points, max_lag, share)))

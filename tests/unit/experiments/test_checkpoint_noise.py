@@ -93,6 +93,11 @@ def test_too_few_checkpoints_or_no_table_is_refused_with_what_to_change(tmp_path
         measure_run(empty)
     with pytest.raises(ValueError, match="max_lag"):
         measure_run(folder, max_lag=0)
+    table = pd.read_parquet(folder / "concept_space.parquet")
+    table[table["step"] != 1_500].to_parquet(folder / "concept_space.parquet")  # a checkpoint missing
+    with pytest.raises(NoiseInputError, match="not evenly spaced"):
+        measure_run(folder, max_lag=4)
+    assert measure_run(folder, from_step=1_750, max_lag=4)  # past the gap
 
 
 def test_runs_noise_prints_each_trajectory_and_saves_the_figure(tmp_path):
