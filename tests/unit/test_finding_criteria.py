@@ -152,3 +152,44 @@ def test_all_on_one_seed_counts_the_seeds_where_every_criterion_passes():
     assert all_on_one_seed([a]) is None  # one criterion: its own count says it
     other = {"seeds": [{"seed": 200, "passed": True}]}
     assert all_on_one_seed([a, other]) is None  # different report seeds: no common seed to read
+
+
+def test_the_median_absolute_deviation_over_seeds_tolerates_censoring_under_half():
+    from conceptlab.analysis.finding_criteria import over_seeds_statistic
+
+    inf = math.inf
+    assert over_seeds_statistic([6000, 6000, 7000, 6000, 5000]) == 0.0  # deviations 0, 0, 1000, 0, 1000
+    assert over_seeds_statistic([5000, 7000, 9000, 11000, 13000]) == 2000.0
+    assert over_seeds_statistic([5000, 7000, 9000, inf, inf]) == 4000.0  # two of five censored: still decided
+    assert over_seeds_statistic([5000, 7000, inf, inf, inf]) is None  # the median itself censored: undefined
+    assert over_seeds_statistic([5000, inf, inf]) is None
+    assert over_seeds_statistic([5000, 6000]) is None  # fewer than three seeds
+    assert over_seeds_statistic([1.0, 2.0, math.nan]) is None
+    with pytest.raises(ValueError, match="statistic"):
+        over_seeds_statistic([1, 2, 3], "variance")
+
+
+def test_a_criterion_over_the_seeds_is_decided_once_and_every_seed_carries_its_outcome():
+    from conceptlab.analysis.finding_criteria import INCOMPLETE, evaluate_over_seeds
+
+    capability = {100: 6000, 101: 6000, 102: 7000, 103: 6000, 104: 5000}
+    behavior = {100: 7000, 101: None, 102: 12000, 103: 9000, 104: 8000}  # None: never (censored high)
+    r = evaluate_over_seeds(capability, behavior, "less", margin=1, censored="high", control_censored="high")
+    assert r["statistic"] == {"name": "median_absolute_deviation", "value": 0.0, "control": 2000.0,
+                              "difference": 2000.0}
+    assert (r["passed"], r["of"], r["verdict"]) == (1, 1, "reproduced")
+    assert [s["passed"] for s in r["seeds"]] == [True] * 5 and r["seeds"][0]["note"] == "over the seeds"
+    assert r["seeds"][1]["control"] == math.inf and r["seeds"][1]["difference"] is None
+    # the mutant reading: swap the sides and it fails
+    swapped = evaluate_over_seeds(behavior, capability, "less", margin=1, censored="high", control_censored="high")
+    assert (swapped["passed"], swapped["verdict"]) == (0, "not reproduced")
+    assert all(not s["passed"] for s in swapped["seeds"])
+    # a seed without a run: incomplete; a side not measured on a seed: undefined, and it fails
+    assert evaluate_over_seeds(capability, behavior, "less", 1, censored="high", control_censored="high",
+                               no_run=[104])["verdict"] == INCOMPLETE
+    unmeasured = evaluate_over_seeds(capability, {**behavior, 101: None}, "less", 1, censored="high")
+    assert unmeasured["verdict"] == "not reproduced" and unmeasured["seeds"][0]["note"] == "over the seeds: undefined"
+    # a fixed threshold: the spread itself against a number
+    assert evaluate_over_seeds(capability, 500.0, "less", 0)["statistic"]["control"] == 500.0
+    with pytest.raises(ValueError, match="greater or less"):
+        evaluate_over_seeds(capability, behavior, "holds")

@@ -136,6 +136,11 @@ def test_a_suite_of_our_own_loads(tmp_path):
     ({"findings__0__criteria__0__min_seeds": 4}, r"min_seeds 4 > the 3 report seeds of run set a"),
     ({"findings__0__criteria__0__min_seeds": 3, "runs__a__paper": {"preset": "micro", "seeds": [100, 101]}},
      r"min_seeds 3 > the 2 paper-scale seeds of run set a: never reproduced at that scale"),
+    ({"findings__0__criteria__0__over_seeds": "variance"}, r"over_seeds"),
+    ({"findings__0__criteria__0__over_seeds": "median_absolute_deviation", "findings__0__criteria__0__min_seeds": 2},
+     r"over_seeds is decided once over every seed; drop min_seeds"),
+    ({"findings__0__criteria__0__over_seeds": "median_absolute_deviation", "findings__0__criteria__0__direction":
+      "holds", "findings__0__criteria__0__control": None}, r"over_seeds compares .*direction must be greater or less"),
 ])
 def test_a_bad_suite_is_refused_at_load_with_one_line_naming_the_problem(tmp_path, changes, message):
     data = _suite(**changes)
@@ -225,6 +230,39 @@ def test_a_run_two_sets_of_a_finding_share_counts_once_in_its_run_time(tmp_path)
     (toy,) = evaluate_suite(p)["findings"]
     assert toy["run_sets"]["b"]["finished"] >= 1
     assert toy["run_seconds"] == 30.0
+
+
+def test_a_criterion_over_the_seeds_compares_the_spreads_once_and_the_report_and_readme_say_so(tmp_path):
+    from conceptlab.report.readme import render_headline
+
+    data = _suite()
+    data["findings"][0]["criteria"] = [{
+        "name": "color-steadier", "statement": "a's color learning time varies less across seeds than its size's",
+        "value": {"runs": "a", "path": "learning_time.held_out/color", "censored": "high"},
+        "control": {"runs": "a", "path": "learning_time.held_out/size", "censored": "high"},
+        "direction": "less", "margin": 1, "over_seeds": "median_absolute_deviation"}]
+    data["findings"][0].update(headline="color steadier: {color-steadier} ({color-steadier:value} against "
+                                        "{color-steadier:control})", title="toy")
+    data["runs"].pop("b")
+    data["findings"][0]["control"] = "size's spread"
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    # color at 200, 210, 190 (spread 10); size at 300, 600, never (spread 300)
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.9, 210, 600), 102: _acc(0.9, 190, None)}})
+    (toy,) = evaluate_suite(p)["findings"]
+    (c,) = toy["criteria"]
+    assert (c["passed"], c["of"], c["verdict"], toy["verdict"]) == (1, 1, "reproduced", "reproduced")
+    assert c["statistic"]["value"] == 10.0 and c["statistic"]["control"] == 300.0
+    assert toy["all_on_one_seed"] is None  # one criterion
+    md = findings_markdown(evaluate_suite(p))
+    assert "| color-steadier | its controls' (the same) − the values' median absolute deviation over the seeds ≥ 1 | 1/1 |" in md
+    assert "10 (median absolute deviation over 3 seeds)" in md and "| color-steadier | 102 | 190 | never (∞) | — | yes (over the seeds) |" in md
+    assert render_headline(toy) == ("color steadier: holds (10 (median absolute deviation over 3 seeds) against 300 "
+                                    "(median absolute deviation over 3 seeds))")
+    # size steadier instead: the same spreads, the claim the other way round, fails once
+    data["findings"][0]["criteria"][0]["direction"] = "greater"
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    (toy,) = evaluate_suite(p)["findings"]
+    assert toy["verdict"] == "not reproduced" and render_headline(toy).startswith("color steadier: does not hold")
 
 
 def _size_late_plan(tmp_path):

@@ -31,6 +31,13 @@ the missing seeds could still change is `incomplete` (enough passes already: `re
 seeds left to reach `min_seeds`: `mixed`); a finding with an `incomplete` criterion is `mixed` when its settled
 criteria already make it so (one mixed, or one reproduced and one not), `incomplete` otherwise.
 
+**Over the seeds.** A claim about the report seeds as a group (e.g. "capability probes vary little across seeds,
+behavior a lot") compares one statistic of the values over the seeds with the same statistic of the controls'
+(`evaluate_over_seeds`; `OVER_SEEDS` names the statistics: the median absolute deviation, a spread that censored
+values do not break while fewer than half of them are censored). It passes or fails once ("1/1"); every seed's row
+carries that outcome, so the seeds' conjunction (`all_on_one_seed`) holds the group claim on each of them. It needs
+at least 3 measured seeds and every seed's run.
+
 **Whole on one seed.** `all_on_one_seed` counts the report seeds on which every criterion of a finding passes at
 once: a finding is a conjunction on each seed, and criteria that pass on different seeds make no seed show it.
 
@@ -49,11 +56,13 @@ from scipy.stats import rankdata
 from conceptlab.analysis.control_claims import DIRECTIONS, VERDICTS, verdict
 
 CENSORING = ("none", "high", "low")
+OVER_SEEDS = ("median_absolute_deviation",)
+MIN_SEEDS_OVER = 3  # a spread over fewer seeds says little
 INCOMPLETE = "incomplete"
 FINDING_VERDICTS = (*VERDICTS, INCOMPLETE)
 ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
-__all__ = ["CENSORING", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED", "SeedResult", "uncensor",
-           "compare", "trend", "evaluate", "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
+__all__ = ["CENSORING", "OVER_SEEDS", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED", "SeedResult", "uncensor",
+           "compare", "trend", "evaluate", "evaluate_over_seeds", "over_seeds_statistic", "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,85 @@ def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | floa
         "values": spread([r.value for r in rows if not isinstance(r.value, bool)]) if direction != "holds" else None,
         "controls": spread([r.control for r in rows]) if isinstance(controls, Mapping) else None,
         "differences": spread([r.difference for r in rows]),
+    }
+
+
+def over_seeds_statistic(values: Sequence[float], statistic: str = "median_absolute_deviation") -> float | None:
+    """One number for a group of seeds' values (±inf: censored). `median_absolute_deviation`: median |x − median x|;
+    +inf when more than half the deviations are infinite; None (undefined) when the median itself is censored (over
+    half the values on one side) or with fewer than `MIN_SEEDS_OVER` values."""
+    if statistic not in OVER_SEEDS:
+        raise ValueError(f"statistic must be one of {OVER_SEEDS}, got {statistic!r}")
+    xs = np.asarray([float(v) for v in values], dtype=float)
+    if xs.size < MIN_SEEDS_OVER or np.isnan(xs).any():
+        return None
+    centre = float(np.median(xs))
+    if not math.isfinite(centre):
+        return None
+    return float(np.median(np.abs(xs - centre)))
+
+
+def evaluate_over_seeds(values: Mapping[int, object], controls: Mapping[int, object] | float, direction: str,
+                        margin: float = 0.0, statistic: str = "median_absolute_deviation", censored: str = "none",
+                        control_censored: str = "none", no_run: Collection[int] = ()) -> dict:
+    """One criterion about the seeds as a group: `statistic` of the values over every report seed against the same
+    statistic of the controls' (or a fixed threshold), in `direction` with `margin`, decided once. Returns the same
+    keys as `evaluate` (per-seed rows hold each seed's value and control, no difference, and the group's outcome with
+    the note "over the seeds"; passed / of is 1/1 or 0/1) plus `statistic`: its name and the two sides' values and
+    difference. A seed without a run makes it `incomplete`; an undefined statistic (a side not measured on a seed,
+    fewer than 3 seeds, its median censored) fails it."""
+    if direction not in ("greater", "less"):
+        raise ValueError(f"a criterion over the seeds compares numbers: direction greater or less, got {direction!r}")
+    if not math.isfinite(margin):
+        raise ValueError(f"margin must be a finite number, got {margin}")
+    if not values:
+        raise ValueError("a criterion needs at least one seed")
+    unrun = set(no_run)
+    if unrun - set(values):
+        raise ValueError(f"no_run seeds {sorted(unrun - set(values))} are not among the seeds {sorted(values)}")
+    seeds = sorted(values)
+    v = {s: uncensor(values[s], censored) for s in seeds}
+    if isinstance(controls, Mapping):
+        c: dict[int, float | None] = {s: uncensor(controls.get(s), control_censored) for s in seeds}
+    else:
+        c = {s: float(controls) for s in seeds}
+
+    def side(xs: dict[int, float | None]) -> float | None:
+        if any(x is None for x in xs.values()):
+            return None
+        return over_seeds_statistic(list(xs.values()), statistic)
+
+    ran = [s for s in seeds if s not in unrun]
+    value_stat = side({s: v[s] for s in ran}) if not unrun else None
+    control_stat = (side({s: c[s] for s in ran}) if isinstance(controls, Mapping) else float(controls)) \
+        if not unrun else None
+    note = ""
+    if unrun:
+        group = compare(-1, None, None, direction, margin)
+        note = "no run"
+    elif value_stat is None or control_stat is None:
+        group = SeedResult(-1, value_stat, control_stat, None, False, "undefined")
+        note = "over the seeds: undefined"
+    else:
+        group = compare(-1, value_stat, control_stat, direction, margin)
+        note = "over the seeds" + (f": {group.note}" if group.note else "")
+    rows = [SeedResult(s, v[s] if s not in unrun else None, c[s] if s not in unrun else None, None,
+                       group.passed and s not in unrun, "no run" if s in unrun else note) for s in seeds]
+    if unrun:
+        verdict_ = INCOMPLETE
+    else:
+        verdict_ = "reproduced" if group.passed else "not reproduced"
+    return {
+        "seeds": [asdict(r) for r in rows],
+        "passed": int(group.passed),
+        "of": 1,
+        "no_run": len(unrun),
+        "verdict": verdict_,
+        "values": spread([r.value for r in rows]),
+        "controls": spread([r.control for r in rows]) if isinstance(controls, Mapping) else None,
+        "differences": spread([] if group.difference is None else [group.difference]),
+        "statistic": {"name": statistic, "value": value_stat, "control": control_stat,
+                      "difference": group.difference},
     }
 
 

@@ -684,13 +684,18 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
         else:
             against = c.threshold
         need = c.min_seeds if c.min_seeds is None or p.scale != "quick" else min(c.min_seeds, len(seeds))  # quick: 1 seed
-        result = finding_criteria.evaluate(values, against, c.direction, c.margin, need, c.value.censored,
-                                           c.control.censored if c.control is not None else "none", no_run)
+        control_censored = c.control.censored if c.control is not None else "none"
+        if c.over_seeds is not None:
+            result = finding_criteria.evaluate_over_seeds(values, against, c.direction, c.margin, c.over_seeds,
+                                                          c.value.censored, control_censored, no_run)
+        else:
+            result = finding_criteria.evaluate(values, against, c.direction, c.margin, need, c.value.censored,
+                                               control_censored, no_run)
         out_criteria.append({"name": c.name, "statement": c.statement, "direction": c.direction,
                              "margin": c.margin, "threshold": c.threshold,
                              "value": c.value.model_dump(exclude_defaults=True),
                              "control": None if c.control is None else c.control.model_dump(exclude_defaults=True),
-                             "restated": c.restated, "runs": used, **result})
+                             "restated": c.restated, "over_seeds": c.over_seeds, "runs": used, **result})
     runs_by_set = {n: recs[n] for n in sets_used}
     summaries = [r.summary for rs in runs_by_set.values() for r in rs]
     # a run two of its sets share (one id: e.g. a gap width that is also a composition control) ran once

@@ -26,6 +26,7 @@ The suite (`conceptlab/experiments/findings.yaml`, or a user's YAML of the same 
             direction: greater              # greater | less | holds (analysis.finding_criteria)
             margin: 1
             min_seeds: null                 # seeds that must pass (default: every report seed)
+            over_seeds: null                # or median_absolute_deviation: compare the seeds' spread, once
 
 A value is read per report seed from each run's `summary.json` (`path`), from a run-level table (`table`,
 `column`, `where`, `step`: first | last | a step), from a function of the set's runs (`compute`: an import path),
@@ -172,6 +173,9 @@ class CriterionSpec(_Strict):
     direction: Literal["greater", "less", "holds"]
     margin: float = Field(0.0, description="≥ margin passes; a negative margin is a tolerance (\"not more than\")")
     min_seeds: int | None = Field(None, ge=1)
+    over_seeds: Literal["median_absolute_deviation"] | None = Field(
+        None, description="a claim about the report seeds as a group: compare this statistic of the values over the "
+        "seeds with the same statistic of the controls' (analysis.finding_criteria.evaluate_over_seeds), decided once")
     restated: str = Field("", description="what holds instead when the criterion is not reproduced")
 
     @model_validator(mode="after")
@@ -183,6 +187,12 @@ class CriterionSpec(_Strict):
         elif (self.control is None) == (self.threshold is None):
             raise ValueError(f"criterion {self.name}: direction {self.direction!r} needs exactly one of control "
                              "(a binding control's value) or threshold (a fixed number)")
+        if self.over_seeds is not None:
+            if self.direction == "holds":
+                raise ValueError(f"criterion {self.name}: over_seeds compares a statistic of numbers; "
+                                 "direction must be greater or less")
+            if self.min_seeds is not None:
+                raise ValueError(f"criterion {self.name}: over_seeds is decided once over every seed; drop min_seeds")
         return self
 
 

@@ -59,13 +59,27 @@ def _spread(s: dict | None) -> str:
     return text
 
 
+STATISTIC_NAMES = {"median_absolute_deviation": "median absolute deviation"}
+
+
+def _over_seeds(c: dict, side: str) -> str:
+    stat = c["statistic"]
+    return f"{_num(stat[side])} ({STATISTIC_NAMES.get(stat['name'], stat['name'])} over {c['of_seeds']} seeds)"
+
+
 def value_text(c: dict) -> str:
-    """A criterion's values over its report seeds, as its tables show them: mean [min, max]; censored in k."""
+    """A criterion's values over its report seeds, as its tables show them: mean [min, max]; censored in k — or, for
+    a criterion over the seeds, its statistic ("500 (median absolute deviation over 5 seeds)")."""
+    if c.get("statistic"):
+        return _over_seeds({**c, "of_seeds": len(c["seeds"])}, "value")
     return _spread(c.get("values"))
 
 
 def control_text(c: dict) -> str:
-    """What a criterion's values are compared with: its control's spread over the seeds, or its threshold."""
+    """What a criterion's values are compared with: its control's spread over the seeds, or its threshold (for a
+    criterion over the seeds, the control's statistic)."""
+    if c.get("statistic") and c.get("control"):
+        return _over_seeds({**c, "of_seeds": len(c["seeds"])}, "control")
     return _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold"))
 
 
@@ -81,10 +95,14 @@ def hms(seconds: float | None) -> str:
 
 
 def _rule(c: dict) -> str:
-    against = "its control" if c.get("control") else _num(c.get("threshold"))
     if c["direction"] == "holds":
         return "holds (true on the seed)"
-    sign = "value − " + against if c["direction"] == "greater" else against + " − value"
+    value, against = "value", ("its control" if c.get("control") else _num(c.get("threshold")))
+    if c.get("over_seeds"):
+        value = f"the values' {STATISTIC_NAMES.get(c['over_seeds'], c['over_seeds'])} over the seeds"
+        if c.get("control"):
+            against = "its controls' (the same)"
+    sign = f"{value} − {against}" if c["direction"] == "greater" else f"{against} − {value}"
     return f"{sign} ≥ {_num(c['margin'])}"
 
 
@@ -150,7 +168,7 @@ def seeds_table(f: dict) -> pd.DataFrame:
         for s in c["seeds"]:
             rows.append({"criterion": c["name"], "seed": s["seed"], "value": _num(s["value"]),
                          "control": _num(s["control"]), "difference": _num(s["difference"]),
-                         "passed": "yes" if s["passed"] else ("no" + (f" ({s['note']})" if s.get("note") else ""))})
+                         "passed": ("yes" if s["passed"] else "no") + (f" ({s['note']})" if s.get("note") else "")})
     return pd.DataFrame(rows)
 
 

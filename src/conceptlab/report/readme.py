@@ -4,7 +4,7 @@ written between two markers of the README so that no number in it is typed by ha
 run by `make findings-page`).
 
 A headline is a template over the finding's evaluated criteria (`render_headline`): `{criterion}` is its pass count
-("3 of 3"), `{criterion:value}` and `{criterion:control}` the spread of its values or controls over the report seeds
+("3 of 3"; "holds" or "does not hold" for a criterion over the seeds), `{criterion:value}` and `{criterion:control}` the spread of its values or controls over the report seeds
 ("mean [min, max]; censored in k"), `{criterion:failing}` the seeds it fails on, and `{glob*}` the weakest pass count
 among the criteria matching a glob. The suite is checked at load for fields that name no criterion
 (`experiments.findings_spec.load_suite`).
@@ -29,6 +29,9 @@ class ReadmeError(ValueError):
 
 
 def _count(c: dict[str, Any]) -> str:
+    """Its pass count ("3 of 5"); for a criterion over the seeds (decided once) whether it holds."""
+    if c.get("over_seeds"):
+        return "incomplete" if c.get("no_run") else "holds" if c["passed"] else "does not hold"
     return f"{c['passed']} of {c['of']}"
 
 
