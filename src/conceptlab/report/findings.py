@@ -30,9 +30,9 @@ SETUP = {"paper": "paper", "fast": "fast variant", None: "—"}
 SHARED_RUNS = "; a run another finding reads too, or copied from a twin, counts in each"
 
 
-def _num(x: Any, digits: int = 3) -> str:
+def _num(x: Any, digits: int = 3, undefined: str = "—") -> str:
     if x is None:
-        return "—"
+        return undefined
     if isinstance(x, bool):
         return "true" if x else "false"
     x = float(x)
@@ -64,7 +64,8 @@ STATISTIC_NAMES = {"median_absolute_deviation": "median absolute deviation"}
 
 def _over_seeds(c: dict, side: str) -> str:
     stat = c["statistic"]
-    return f"{_num(stat[side])} ({STATISTIC_NAMES.get(stat['name'], stat['name'])} over {c['of_seeds']} seeds)"
+    return (f"{_num(stat[side], undefined='undefined')} ({STATISTIC_NAMES.get(stat['name'], stat['name'])} over "
+            f"{c['of_seeds']} seeds)")
 
 
 def value_text(c: dict) -> str:
@@ -374,12 +375,18 @@ def finding_figure(f: dict) -> Figure:
         ax.set_xlabel("report seed")
         ax.set_ylabel(value_label(c.get("value") or {}), fontsize=6)  # a truth value too: what holds or not
         name = textwrap.fill(c["name"], int(width / cols * 72 / 4.0))  # ~4 pt a character at 7 pt: no overlap
-        ax.set_title(f"{name}\npassed {_passed(c)}", fontsize=7)
+        line = f"passed {_passed(c)}"
+        if c.get("statistic"):  # decided over the seeds: say on what
+            stat = c["statistic"]
+            line += (f"; spread (MAD) {_num(stat['value'], undefined='undefined')} vs "
+                     f"{_num(stat['control'], undefined='undefined')}")
+        ax.set_title(f"{name}\n{line}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(crit):]:
         ax.axis("off")
     legend = ("black: value; colour: control (square) or threshold (dashed); filled: the seed passes, open: it "
-              "fails; on the 'never' line: censored (never happened)")
+              "fails (a criterion over the seeds: all pass or fail together); on the 'never' line: censored (never "
+              "happened)")
     fig.text(0.01, 0.0, textwrap.fill(legend, int(width * 72 / 3.3)), ha="left", va="top", fontsize=6, color="0.25")
     fig.tight_layout()
     return fig
