@@ -60,17 +60,18 @@ def _spread(s: dict | None) -> str:
 
 
 STATISTIC_NAMES = {"median_absolute_deviation": "median absolute deviation"}
+STATISTIC_SHORT = {"median_absolute_deviation": "MAD"}
 
 
 def _over_seeds(c: dict, side: str) -> str:
     stat = c["statistic"]
-    return (f"{_num(stat[side], undefined='undefined')} ({STATISTIC_NAMES.get(stat['name'], stat['name'])} over "
+    return (f"{_num(stat[side], undefined='undefined')} ({STATISTIC_SHORT.get(stat['name'], stat['name'])} over "
             f"{c['of_seeds']} seeds)")
 
 
 def value_text(c: dict) -> str:
     """A criterion's values over its report seeds, as its tables show them: mean [min, max]; censored in k — or, for
-    a criterion over the seeds, its statistic ("500 (median absolute deviation over 5 seeds)")."""
+    a criterion over the seeds, its statistic ("500 (MAD over 5 seeds)": the median absolute deviation)."""
     if c.get("statistic"):
         return _over_seeds({**c, "of_seeds": len(c["seeds"])}, "value")
     return _spread(c.get("values"))
