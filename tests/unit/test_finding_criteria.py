@@ -185,8 +185,10 @@ def test_a_criterion_over_the_seeds_is_decided_once_and_every_seed_carries_its_o
     assert (swapped["passed"], swapped["verdict"]) == (0, "not reproduced")
     assert all(not s["passed"] for s in swapped["seeds"])
     # a seed without a run: incomplete; a side not measured on a seed: undefined, and it fails
-    assert evaluate_over_seeds(capability, behavior, "less", 1, censored="high", control_censored="high",
-                               no_run=[104])["verdict"] == INCOMPLETE
+    waiting = evaluate_over_seeds(capability, behavior, "less", 1, censored="high", control_censored="high",
+                                  no_run=[104])
+    assert waiting["verdict"] == INCOMPLETE and waiting["passed"] == 0
+    assert [s["note"] for s in waiting["seeds"]] == ["over the seeds: incomplete"] * 4 + ["no run"]
     unmeasured = evaluate_over_seeds(capability, {**behavior, 101: None}, "less", 1, censored="high")
     assert unmeasured["verdict"] == "not reproduced" and unmeasured["seeds"][0]["note"] == "over the seeds: undefined"
     # a fixed threshold: the spread itself against a number

@@ -61,8 +61,9 @@ MIN_SEEDS_OVER = 3  # a spread over fewer seeds says little
 INCOMPLETE = "incomplete"
 FINDING_VERDICTS = (*VERDICTS, INCOMPLETE)
 ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
-__all__ = ["CENSORING", "OVER_SEEDS", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED", "SeedResult", "uncensor",
-           "compare", "trend", "evaluate", "evaluate_over_seeds", "over_seeds_statistic", "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
+__all__ = ["CENSORING", "OVER_SEEDS", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED",
+           "SeedResult", "uncensor", "compare", "trend", "evaluate", "evaluate_over_seeds", "over_seeds_statistic",
+           "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
 
 
 @dataclass(frozen=True)
@@ -263,26 +264,20 @@ def evaluate_over_seeds(values: Mapping[int, object], controls: Mapping[int, obj
             return None
         return over_seeds_statistic(list(xs.values()), statistic)
 
-    ran = [s for s in seeds if s not in unrun]
-    value_stat = side({s: v[s] for s in ran}) if not unrun else None
-    control_stat = (side({s: c[s] for s in ran}) if isinstance(controls, Mapping) else float(controls)) \
-        if not unrun else None
-    note = ""
-    if unrun:
-        group = compare(-1, None, None, direction, margin)
-        note = "no run"
-    elif value_stat is None or control_stat is None:
-        group = SeedResult(-1, value_stat, control_stat, None, False, "undefined")
-        note = "over the seeds: undefined"
+    if unrun:  # the group is not all there: nothing to compute yet
+        value_stat = control_stat = None
+        group = SeedResult(-1, None, None, None, False, "incomplete")
     else:
-        group = compare(-1, value_stat, control_stat, direction, margin)
-        note = "over the seeds" + (f": {group.note}" if group.note else "")
-    rows = [SeedResult(s, v[s] if s not in unrun else None, c[s] if s not in unrun else None, None,
-                       group.passed and s not in unrun, "no run" if s in unrun else note) for s in seeds]
-    if unrun:
-        verdict_ = INCOMPLETE
-    else:
-        verdict_ = "reproduced" if group.passed else "not reproduced"
+        value_stat = side(v)
+        control_stat = side(c) if isinstance(controls, Mapping) else float(controls)
+        if value_stat is None or control_stat is None:
+            group = SeedResult(-1, value_stat, control_stat, None, False, "undefined")
+        else:
+            group = compare(-1, value_stat, control_stat, direction, margin)
+    note = "over the seeds" + (f": {group.note}" if group.note else "")
+    rows = [SeedResult(s, None, None, None, False, "no run") if s in unrun else
+            SeedResult(s, v[s], c[s], None, group.passed, note) for s in seeds]
+    verdict_ = INCOMPLETE if unrun else "reproduced" if group.passed else "not reproduced"
     return {
         "seeds": [asdict(r) for r in rows],
         "passed": int(group.passed),

@@ -1,8 +1,8 @@
 """How noisy a concept-space run is from one checkpoint to the next, and for how many checkpoints that noise lasts.
 
 Over a stretch of checkpoints where the trajectories are flat (a converged tail, chosen by `from_step`), each
-trajectory's semivariogram γ(h), h = 1 … `max_lag` checkpoints, and its noise persistence — the smallest lag where γ
-reaches `share` of its plateau (`analysis.turn_null.semivariogram`, `noise_persistence`). Independent noise from
+trajectory's semivariogram γ(h), h = 1 … `max_lag` checkpoints, and its noise persistence — the smallest lag where
+γ reaches `share` of its plateau (`analysis.turn_null.semivariogram`, `noise_persistence`). Independent noise from
 one checkpoint to the next has a flat γ and persistence 1; noise that lasts (the network wandering slowly) makes γ
 rise over as many lags as it lasts. It is what a turn test on dense checkpoints has to assume about its noise.
 

@@ -4,10 +4,10 @@ written between two markers of the README so that no number in it is typed by ha
 run by `make findings-page`).
 
 A headline is a template over the finding's evaluated criteria (`render_headline`): `{criterion}` is its pass count
-("3 of 3"; "holds" or "does not hold" for a criterion over the seeds), `{criterion:value}` and `{criterion:control}` the spread of its values or controls over the report seeds
-("mean [min, max]; censored in k"), `{criterion:failing}` the seeds it fails on, and `{glob*}` the weakest pass count
-among the criteria matching a glob. The suite is checked at load for fields that name no criterion
-(`experiments.findings_spec.load_suite`).
+("3 of 3"; "holds" or "does not hold" for a criterion over the seeds), `{criterion:value}` and `{criterion:control}`
+the spread of its values or controls over the report seeds ("mean [min, max]; censored in k"), `{criterion:failing}`
+the seeds it fails on, and `{glob*}` the weakest pass count among the criteria matching a glob. The suite is checked
+at load for fields that name no criterion (`experiments.findings_spec.load_suite`).
 """
 
 from __future__ import annotations
