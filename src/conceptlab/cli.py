@@ -471,6 +471,11 @@ def _print_matched(v: dict) -> None:
                       f"'in every seed where naive emerged' in {null['old_all_seeds']:.0%} of replicates; the "
                       f"bias-matched sign test (p < {null['alpha']}) for some intervention in "
                       f"{null['new_sign_test_any']:.1%}")
+        steadier = null.get("spread_steadier") or {}
+        if steadier:
+            console.print("  'steadier across seeds than its matched baseline' (median absolute deviation, the "
+                          "findings suite's criterion) under the null: "
+                          + ", ".join(f"{x} {rate:.1%}" for x, rate in steadier.items()), highlight=False)
 
 
 @app.command()

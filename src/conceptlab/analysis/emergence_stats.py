@@ -153,6 +153,15 @@ def _emerged_index(scores: np.ndarray, rule: EmergenceRule, n: int) -> np.ndarra
     return out
 
 
+def _steadier(x_steps: np.ndarray, baseline_steps: np.ndarray) -> bool:
+    """Whether X's emergence steps over the runs (NaN: never) spread at least one step less than its baseline's."""
+    from conceptlab.analysis.finding_criteria import over_seeds_statistic
+
+    a = over_seeds_statistic(np.where(np.isnan(x_steps), np.inf, x_steps))
+    b = over_seeds_statistic(np.where(np.isnan(baseline_steps), np.inf, baseline_steps))
+    return a is not None and b is not None and b - a >= 1
+
+
 def null_false_positive_rates(
     pools: Mapping[object, Sequence[np.ndarray]],
     steps: Sequence[float],
@@ -180,6 +189,9 @@ def null_false_positive_rates(
       (at least one such seed);
     - `new_per_seed[X]`: the bias-matched gap of X is positive in one seed;
     - `new_sign_test[X]`: X's one-sided sign test over the runs has p < `alpha`; `new_sign_test_any`: some X has;
+    - `spread_steadier[X]`: the findings suite's claim "capability varies less across seeds than behavior" passes:
+      over the runs, the median absolute deviation of X's emergence step is at least one step below its bias-matched
+      baseline's (never emerging: +inf; `analysis.finding_criteria.over_seeds_statistic`, undefined fails);
     - with `observed` (X → the runs where X's bias-matched gap was positive minus those where it was negative):
       `p_resampled[X]`, the share of replicates with at least that net count (+1 in numerator and denominator) — a
       test of X against "as good as naive prompting" calibrated on this data's own noise, where the sign test
@@ -241,7 +253,7 @@ def null_false_positive_rates(
     out: dict = {"replicates": replicates, "runs": len(runs), "n": n, "design": dict(design), "alpha": alpha,
                  "paired": paired,
                  "old_per_seed": float(first.mean()), "old_all_seeds": float(old_all.mean()),
-                 "new_per_seed": {}, "new_sign_test": {}, "p_resampled": {}}
+                 "new_per_seed": {}, "new_sign_test": {}, "p_resampled": {}, "spread_steadier": {}}
     significant_any = np.zeros(replicates, dtype=bool)
     for x in names:
         signs = np.zeros_like(naive)
@@ -254,6 +266,7 @@ def null_false_positive_rates(
         significant = (p < alpha) & (pos > neg)
         significant_any |= significant
         out["new_per_seed"][x] = float((signs > 0).mean())
+        out["spread_steadier"][x] = float(np.mean([_steadier(xs[x][r], bs[x][r]) for r in range(replicates)]))
         out["new_sign_test"][x] = float(significant.mean())
         if observed is not None and x in observed:
             out["p_resampled"][x] = float((1 + (pos - neg >= observed[x]).sum()) / (1 + replicates))

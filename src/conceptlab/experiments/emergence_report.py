@@ -170,7 +170,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
             gap_rows.append({"target": target, "intervention": x, **g,
                              "null_per_seed": null.get("new_per_seed", {}).get(x),
                              "null_sign_test": null.get("new_sign_test", {}).get(x),
-                             "p_resampled": null.get("p_resampled", {}).get(x)})
+                             "p_resampled": null.get("p_resampled", {}).get(x),
+                             "null_spread_steadier": null.get("spread_steadier", {}).get(x)})
     if gap_rows:
         write_parquet(root / "emergence_gaps.parquet", pd.DataFrame(gap_rows))
     return verdicts

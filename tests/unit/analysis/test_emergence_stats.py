@@ -121,6 +121,8 @@ def test_null_rates_old_statistic_is_biased_new_one_is_not():
         assert rates["new_per_seed"][x] < 0.5
         assert rates["new_sign_test"][x] <= 0.1
     assert rates["new_sign_test_any"] < rates["old_all_seeds"]
+    for x in design:  # the suite's "steadier across seeds" claim, the intervention being naive prompting: a coin
+        assert rates["spread_steadier"][x] < 0.5  # at most (ties fail)
     never = {"run0": [np.zeros(50)] * 10}
     flat = null_false_positive_rates(never, STEPS, design, N, RULE, replicates=50)
     assert flat["old_per_seed"] == 0 and flat["new_sign_test_any"] == 0 and flat["old_all_seeds"] == 0
