@@ -133,6 +133,9 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
         if scale == "quick" and skipped:
             result.skipped[f.name] = "not at quick scale (" + "; ".join(skipped) + ")"
             continue
+        if scale == "quick" and f.criteria and all(c.over_seeds for c in f.criteria):
+            result.skipped[f.name] = "not at quick scale (a claim about the report seeds as a group; --quick runs one)"
+            continue
         if scale == "paper":
             missing = [s for s in sets if suite.runs[s].paper is None and suite.runs[s].analytic is None]
             if missing:
