@@ -596,6 +596,21 @@ def test_a_finding_with_no_finished_run_says_so_in_one_line_and_gets_no_figure(t
     assert (tmp_path / "docs" / "figures" / "page" / "toy.png").is_file()
 
 
+def test_a_regenerated_page_whose_content_did_not_change_is_left_as_it_was(tmp_path):
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})
+    page = tmp_path / "docs" / "page.md"
+    write_findings(evaluate_suite(p), tmp_path / "out", markdown=page)
+    first = page.read_text()
+    page.write_text(first.replace("Scale `full`;", "Scale `full`; (an older evaluation)"))  # its provenance line
+    kept = page.read_text()
+    write_findings(evaluate_suite(p), tmp_path / "out", markdown=page)
+    assert page.read_text() == kept  # only the provenance line would differ: the page is not rewritten
+    _fake_runs(p, {"a": {101: _acc(0.9, 200, 300)}})  # a new run: the content changes, the page is rewritten
+    write_findings(evaluate_suite(p), tmp_path / "out", markdown=page)
+    assert page.read_text() != kept and "(an older evaluation)" not in page.read_text()
+
+
 def test_a_suite_gathered_over_sessions_runs_only_what_is_not_recorded(tmp_path):
     """Session 1 finished two runs and recorded them, then its folder was lost; session 2, on a fresh root with the
     same records, restores those two from their records and runs only the other four."""

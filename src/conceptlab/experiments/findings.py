@@ -742,11 +742,21 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
             "findings": findings}
 
 
+def _same_page(old: str, new: str) -> bool:
+    """Whether two generated findings pages differ at most in their provenance line (when and at which commit they
+    were evaluated): a regenerated page whose content did not change is left as it was."""
+    def body(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith("Scale `")]
+
+    return body(old) == body(new)
+
+
 def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None,
                    markdown: Path | None = None, readme: Path | None = None) -> list[Path]:
     """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`; with `markdown`, the
     Markdown also at that path, its figures copied (PNG) to `figures/<its stem>/` beside it (how docs/findings.md is
-    regenerated: `conceptlab findings --markdown docs/findings.md`); with `readme`, that file's generated findings
+    regenerated: `conceptlab findings --markdown docs/findings.md`; a page whose content is unchanged but for its
+    provenance line is left as it was); with `readme`, that file's generated findings
     table rewritten from this evaluation (`report.readme`)."""
     from conceptlab.report.findings import findings_html, findings_markdown, finding_figure, has_runs
     from conceptlab.report.save import save_figure
@@ -777,7 +787,9 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
                 f["figure"] = f"figures/{markdown.stem}/{Path(f['figure']).name}"
             else:  # no runs (any more): no figure left from an earlier generation of the page
                 (target / f"{f['name']}.png").unlink(missing_ok=True)
-        paths.append(write_text(markdown, findings_markdown(moved)))
+        page = findings_markdown(moved)
+        if not (markdown.is_file() and _same_page(markdown.read_text(encoding="utf-8"), page)):
+            paths.append(write_text(markdown, page))  # else kept: only its evaluation time and commit would change
     if readme is not None:  # the README's findings table, between its markers (report.readme)
         from conceptlab.report.readme import write_readme_table
 
