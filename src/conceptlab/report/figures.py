@@ -291,8 +291,7 @@ def plot_checkpoint_noise(frame: pd.DataFrame, title: str | None = None) -> Figu
     fig, ax = plt.subplots(figsize=(COLUMN, 2.4 + 0.16 * math.ceil(len(names) / 2)))
     for k, (name, rows) in enumerate(frame.groupby("trajectory", sort=False)):
         rows = rows.sort_values("lag")
-        gamma = rows["gamma"].to_numpy(dtype=float)
-        line, = ax.plot(rows["lag_steps"], gamma, color=color(k), lw=1.2, marker=".",
+        line, = ax.plot(rows["lag_steps"], rows["gamma"], color=color(k), lw=1.2, marker=".",
                         ls="--" if rows["split"].iloc[0] != "train" else "-", label=name)
         at = rows[rows["lag"] == rows["persistence"].iloc[0]]
         ax.plot(at["lag_steps"], at["gamma"], "o", mfc="none", color=line.get_color(), ms=7)

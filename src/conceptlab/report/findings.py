@@ -66,14 +66,14 @@ STATISTIC_SHORT = {"median_absolute_deviation": "MAD"}
 def _over_seeds(c: dict, side: str) -> str:
     stat = c["statistic"]
     return (f"{_num(stat[side], undefined='undefined')} ({STATISTIC_SHORT.get(stat['name'], stat['name'])} over "
-            f"{c['of_seeds']} seeds)")
+            f"{len(c['seeds'])} seeds)")
 
 
 def value_text(c: dict) -> str:
     """A criterion's values over its report seeds, as its tables show them: mean [min, max]; censored in k — or, for
     a criterion over the seeds, its statistic ("500 (MAD over 5 seeds)": the median absolute deviation)."""
     if c.get("statistic"):
-        return _over_seeds({**c, "of_seeds": len(c["seeds"])}, "value")
+        return _over_seeds(c, "value")
     return _spread(c.get("values"))
 
 
@@ -81,7 +81,7 @@ def control_text(c: dict) -> str:
     """What a criterion's values are compared with: its control's spread over the seeds, or its threshold (for a
     criterion over the seeds, the control's statistic)."""
     if c.get("statistic") and c.get("control"):
-        return _over_seeds({**c, "of_seeds": len(c["seeds"])}, "control")
+        return _over_seeds(c, "control")
     return _spread(c.get("controls")) if c.get("control") else _num(c.get("threshold"))
 
 
