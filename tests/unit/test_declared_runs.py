@@ -45,3 +45,28 @@ def test_the_32_per_class_reruns_change_only_what_they_declare(tmp_path):
                 dump["eval"].pop("samples_per_class", None)
                 dump["eval"].pop("noise_per_run", None)
             assert ours == theirs, (stem, seed)
+
+
+def test_the_dense_rerun_is_the_pilots_configuration_on_the_report_seeds(tmp_path):
+    # the dense-checkpoint pilot chose the test; its runs on the report seeds must be the pilot's config but the seed,
+    # and the 32-per-class rerun's but the checkpoints
+    specs = {q.stem: q for q in DECLARED}
+    pilot = expand(str(specs["paper-setup-dense-checkpoints-pilot"]), root=tmp_path / "pilot").runs[0].config
+    dense = {r.config.train.train_seed: r.config for r in
+             expand(str(specs["hidden-emergence-paper-setup-dense"]), root=tmp_path / "dense").runs}
+    sparse = {r.config.train.train_seed: r.config for r in
+              expand(str(specs["hidden-emergence-paper-setup-32"]), root=tmp_path / "sparse").runs}
+    assert sorted(dense) == sorted(sparse) == [200, 201, 202, 203, 204]
+
+    def dump(cfg, drop=()):
+        out = cfg.model_dump(mode="json", exclude={"runs_dir", "name"})
+        for section in ("data", "train"):
+            for key in ("data_seed", "train_seed", *drop):
+                out[section].pop(key, None)
+        return out
+
+    for seed, cfg in dense.items():
+        assert cfg.train.checkpoint_count == 80 and cfg.train.checkpoint_start == 250
+        assert dump(cfg) == dump(pilot), seed
+        assert dump(cfg, ("checkpoint_start", "checkpoint_count")) == dump(sparse[seed], ("checkpoint_start",
+                                                                                          "checkpoint_count")), seed
