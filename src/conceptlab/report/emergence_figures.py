@@ -135,7 +135,8 @@ def plot_trajectory_turn(
         ax.scatter(points[inside, 0], points[inside, 1], s=60, facecolors="none", edgecolors="#E69F00", lw=1.2,
                    zorder=4)
         handles.append(Line2D([], [], marker="o", ls="none", markerfacecolor="none", markeredgecolor="#E69F00", ms=7,
-                              label=f"memorization, steps {memorization[0]:g}–{memorization[1]:g}"))
+                              label=f"memorization, step {memorization[0]:g}" if memorization[0] == memorization[1]
+                              else f"memorization, steps {memorization[0]:g}–{memorization[1]:g}"))
     if turn_step is not None and turn_step in set(steps.tolist()):
         i = int(np.flatnonzero(steps == turn_step)[0])
         ax.scatter([points[i, 0]], [points[i, 1]], marker="*", s=120, color="#D55E00", zorder=5)

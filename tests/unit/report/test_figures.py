@@ -135,6 +135,10 @@ def test_trajectory_fit_is_drawn_with_its_r2_and_flagged_when_poor(r2, flagged):
             "memorization, steps 300–500", "target: blue small (11)"} <= set(legend)
     assert any("not drawn" in t for t in texts(fig))  # the hidden checkpoint is said
     matplotlib.pyplot.close(fig)
+    one = plot_trajectory_turn(steps, points, ["color", "size"], "11", 400.0, (300.0, 300.0), fit, "blue small",
+                               ["blue", "small"])
+    assert "memorization, step 300" in legend_texts(one)  # one checkpoint, not "steps 300–300"
+    matplotlib.pyplot.close(one)
 
 
 def test_abstractions_panels_wrap_two_across_with_human_names():
