@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -223,7 +224,31 @@ def run_progress(run_dir: Path, live: bool = True) -> str:
     measured = len(folder.measured_steps())
     if checkpoints and measured >= checkpoints:  # every checkpoint has a first measurement: the rest, then the summary
         return f"evaluating: all {checkpoints} checkpoints begun, finishing their measurements and the summary"
-    return f"evaluating: {measured}/{checkpoints} checkpoints measured"
+    text = f"evaluating: {measured}/{checkpoints} checkpoints measured"
+    gap = _measurement_gap(folder) if live else None
+    if gap is not None and checkpoints > measured:
+        left = (checkpoints - measured) * gap
+        text += f", ~{left / 60:.0f} min left" if left >= 60 else f", ~{left:.0f} s left"
+    return text
+
+
+def _measurement_gap(folder: RunFolder, recent: int = 8) -> float | None:
+    """Seconds between consecutive checkpoints' measurements: the median gap between the times the last `recent`
+    measured checkpoints were last written (a checkpoint's time: its newest measurement file; the median, so a pause
+    between a stopped evaluation and its resumption does not count); None with fewer than three measured."""
+    latest: dict[int, float] = {}
+    for sub in folder.root.iterdir() if folder.root.is_dir() else []:
+        if not sub.is_dir() or sub.name in ("checkpoints", "figures"):
+            continue
+        for path in sub.iterdir():
+            match = re.match(r"^step_(\d+)", path.name)
+            if match:
+                step = int(match.group(1))
+                latest[step] = max(latest.get(step, 0.0), path.stat().st_mtime)
+    times = sorted(latest.values())[-recent:]
+    if len(times) < 3:
+        return None
+    return float(statistics.median(b - a for a, b in zip(times, times[1:])))
 
 
 def _last_logged_step(log: Path) -> int:

@@ -54,6 +54,22 @@ def test_evaluation_progress_once_trained(tmp_path):
     assert run_progress(run) == "evaluating: all 3 checkpoints begun, finishing their measurements and the summary"
 
 
+def test_evaluation_time_left_at_the_rate_its_checkpoints_were_measured(tmp_path):
+    import os
+
+    run = _run(tmp_path, steps=8000, logged=8000, saved=8000, timings=(300.0,),
+               checkpoints=tuple(range(1000, 8001, 1000)), measured=(1000, 2000, 3000, 4000))
+    for i, step in enumerate((1000, 2000, 3000, 4000)):  # 15 s apart, with a 600-s pause (stopped, resumed)
+        stamp = 1_000_000 + 15 * i + (600 if i >= 3 else 0)
+        os.utime(run / "eval" / f"step_{step:07d}.parquet", (stamp, stamp))
+    (run / "interventions").mkdir()
+    (run / "interventions" / "step_0001000.parquet").write_bytes(b"")  # a later file of the first: its newest time
+    os.utime(run / "interventions" / "step_0001000.parquet", (1_000_005, 1_000_005))
+    # gaps 10, 15, 615: the median 15 s; 4 checkpoints left → 60 s
+    assert run_progress(run) == "evaluating: 4/8 checkpoints measured, ~1 min left"
+    assert run_progress(run, live=False) == "evaluating: 4/8 checkpoints measured"  # stopped: no rate to go on
+
+
 def test_nothing_for_a_finished_run_and_starting_for_a_fresh_one(tmp_path):
     assert run_progress(_run(tmp_path / "a", summary=True, logged=100)) == ""
     assert run_progress(_run(tmp_path / "b")) == "starting"
