@@ -236,16 +236,7 @@ def _measurement_gap(folder: RunFolder, recent: int = 8) -> float | None:
     """Seconds between consecutive checkpoints' measurements: the median gap between the times the last `recent`
     measured checkpoints were last written (a checkpoint's time: its newest measurement file; the median, so a pause
     between a stopped evaluation and its resumption does not count); None with fewer than three measured."""
-    latest: dict[int, float] = {}
-    for sub in folder.root.iterdir() if folder.root.is_dir() else []:
-        if not sub.is_dir() or sub.name in ("checkpoints", "figures"):
-            continue
-        for path in sub.iterdir():
-            match = re.match(r"^step_(\d+)", path.name)
-            if match:
-                step = int(match.group(1))
-                latest[step] = max(latest.get(step, 0.0), path.stat().st_mtime)
-    times = sorted(latest.values())[-recent:]
+    times = sorted(folder.measurement_times().values())[-recent:]
     if len(times) < 3:
         return None
     return float(statistics.median(b - a for a, b in zip(times, times[1:])))

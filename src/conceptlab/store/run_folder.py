@@ -216,15 +216,20 @@ class RunFolder:
 
     def measured_steps(self) -> set[int]:
         """The checkpoints some measurement has a file for (any `<folder>/step_XXXXXXX…` outside checkpoints/)."""
-        steps = set()
+        return set(self.measurement_times())
+
+    def measurement_times(self) -> dict[int, float]:
+        """Each measured checkpoint's step → when its newest measurement file was written (its mtime)."""
+        times: dict[int, float] = {}
         for folder in self.root.iterdir() if self.root.is_dir() else []:
             if not folder.is_dir() or folder.name in ("checkpoints", "figures"):
                 continue
             for path in folder.iterdir():
                 match = re.match(r"^step_(\d+)", path.name)
                 if match:
-                    steps.add(int(match.group(1)))
-        return steps
+                    step = int(match.group(1))
+                    times[step] = max(times.get(step, 0.0), path.stat().st_mtime)
+        return times
 
     def table(self, name: str) -> Path:
         """A run-level table `<name>.parquet`."""
