@@ -471,11 +471,17 @@ def _print_matched(v: dict) -> None:
                       f"'in every seed where naive emerged' in {null['old_all_seeds']:.0%} of replicates; the "
                       f"bias-matched sign test (p < {null['alpha']}) for some intervention in "
                       f"{null['new_sign_test_any']:.1%}")
+    spreads = {x: g for x, g in matched.items() if "spread" in g}
+    if spreads:
+        def mad(x: float | None) -> str:
+            return "undefined" if x is None else "never (∞)" if math.isinf(x) else f"{x:g}"
+
         steadier = null.get("spread_steadier") or {}
-        if steadier:
-            console.print("  'steadier across seeds than its matched baseline' (median absolute deviation, the "
-                          "findings suite's criterion) under the null: "
-                          + ", ".join(f"{x} {rate:.1%}" for x, rate in steadier.items()), highlight=False)
+        console.print("  the seeds' spread of each emergence step (median absolute deviation; the findings suite's "
+                      "'steadier than behavior'): " + "; ".join(
+                          f"{x} {mad(g['spread'])} vs its matched baseline {mad(g['baseline_spread'])}"
+                          + (f" (under the null: steadier in {steadier[x]:.1%})" if x in steadier else "")
+                          for x, g in spreads.items()), highlight=False)
 
 
 @app.command()
