@@ -33,6 +33,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from conceptlab.analysis.emergence import emergence_step, wilson_interval
+from conceptlab.analysis.finding_criteria import over_seeds_statistic
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,6 @@ def _emerged_index(scores: np.ndarray, rule: EmergenceRule, n: int) -> np.ndarra
 
 def _steadier(x_steps: np.ndarray, baseline_steps: np.ndarray) -> bool:
     """Whether X's emergence steps over the runs (NaN: never) spread at least one step less than its baseline's."""
-    from conceptlab.analysis.finding_criteria import over_seeds_statistic
-
     a = over_seeds_statistic(np.where(np.isnan(x_steps), np.inf, x_steps))
     b = over_seeds_statistic(np.where(np.isnan(baseline_steps), np.inf, baseline_steps))
     return a is not None and b is not None and b - a >= 1

@@ -65,7 +65,8 @@ def concept_space_paths(folder: Path, from_step: float) -> dict[str, tuple[str, 
     concepts = list(dict.fromkeys(table["concept"].astype(str)))
     out = {}
     for code, rows in table.groupby(table["class"].astype(str), sort=True):
-        grid = rows.pivot_table(index="step", columns="concept", values="p_one", aggfunc="mean")[concepts]
+        grid = rows.pivot_table(index="step", columns="concept", values="p_one", aggfunc="mean", dropna=False)
+        grid = grid[concepts].dropna()  # a checkpoint without a valid image has no reading: left out, said below
         name = f"{code} ({rows['class_name'].iloc[0]})" if "class_name" in rows else code
         out[name] = (str(rows["split"].iloc[0]), grid.index.to_numpy(dtype=float), grid.to_numpy(dtype=float))
     return out
@@ -97,8 +98,8 @@ def held_out_targets(folder: Path) -> list[str]:
 def measure_run(folder: Path, from_step: float = 0.0, max_lag: int = 8, share: float = 0.9) -> list[TrajectoryNoise]:
     """Every trajectory's semivariogram and persistence over the run's checkpoints at steps ≥ `from_step`. Refuses
     (NoiseInputError) a trajectory with fewer than max_lag + 2 checkpoints there (γ at the longest lag would rest on
-    a single difference) or unevenly spaced ones (a lag counts checkpoints; a missing one, e.g. dropped for too few
-    valid images, would mix two lags)."""
+    a single difference) or unevenly spaced ones (a lag counts checkpoints; a missing one — a checkpoint without a
+    valid image, or one the naive path drops for too few — would mix two lags)."""
     folder = Path(folder)
     if max_lag < 1:
         raise ValueError(f"max_lag must be ≥ 1, got {max_lag}")

@@ -98,6 +98,11 @@ def test_too_few_checkpoints_or_no_table_is_refused_with_what_to_change(tmp_path
     with pytest.raises(NoiseInputError, match="not evenly spaced"):
         measure_run(folder, max_lag=4)
     assert measure_run(folder, from_step=1_750, max_lag=4)  # past the gap
+    table = pd.read_parquet(folder / "concept_space.parquet")
+    table.loc[(table["step"] == 2_250) & (table["class"] == "01"), "p_one"] = float("nan")  # no valid image there
+    table.to_parquet(folder / "concept_space.parquet")
+    with pytest.raises(NoiseInputError, match=r"concept space 01 \(class 01\)'s checkpoints .* not evenly spaced"):
+        measure_run(folder, from_step=1_750, max_lag=3)
 
 
 def test_runs_noise_prints_each_trajectory_and_saves_the_figure(tmp_path):
