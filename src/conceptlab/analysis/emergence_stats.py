@@ -154,10 +154,16 @@ def _emerged_index(scores: np.ndarray, rule: EmergenceRule, n: int) -> np.ndarra
     return out
 
 
+def seed_spread(steps: Sequence[float | None]) -> float | None:
+    """The seeds' spread of an emergence step as the findings suite reads it: the median absolute deviation, a seed
+    that never emerged (NaN or None) counting as +inf (`analysis.finding_criteria.over_seeds_statistic`); None where
+    it is undefined."""
+    return over_seeds_statistic([math.inf if x is None or math.isnan(x) else float(x) for x in steps])
+
+
 def _steadier(x_steps: np.ndarray, baseline_steps: np.ndarray) -> bool:
-    """Whether X's emergence steps over the runs (NaN: never) spread at least one step less than its baseline's."""
-    a = over_seeds_statistic(np.where(np.isnan(x_steps), np.inf, x_steps))
-    b = over_seeds_statistic(np.where(np.isnan(baseline_steps), np.inf, baseline_steps))
+    """Whether X's emergence steps over the runs spread at least one step less than its baseline's."""
+    a, b = seed_spread(x_steps), seed_spread(baseline_steps)
     return a is not None and b is not None and b - a >= 1
 
 

@@ -173,6 +173,19 @@ def verdict_with_missing(passed: Sequence[bool], no_run: int = 0, min_seeds: int
     return "mixed" if n > 0 and n + no_run < need else INCOMPLETE
 
 
+def _checked_seeds(values: Mapping[int, object], margin: float, no_run: Collection[int]) -> set[int]:
+    """The seeds without a run, after checking a criterion's inputs: a finite margin, some seed, and no unknown
+    seed among those without a run."""
+    if not math.isfinite(margin):
+        raise ValueError(f"margin must be a finite number, got {margin}")
+    if not values:
+        raise ValueError("a criterion needs at least one seed")
+    unrun = set(no_run)
+    if unrun - set(values):
+        raise ValueError(f"no_run seeds {sorted(unrun - set(values))} are not among the seeds {sorted(values)}")
+    return unrun
+
+
 def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | float | None, direction: str,
              margin: float = 0.0, min_seeds: int | None = None, censored: str = "none",
              control_censored: str = "none", no_run: Collection[int] = ()) -> dict:
@@ -181,15 +194,9 @@ def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | floa
     `no_run`: the seeds (keys of `values`) whose run is not finished: they fail as "no run", never censored.
     Returns the per-seed results (as dicts), passed / of, how many had no run, the verdict, and the spread of values,
     controls and differences."""
-    if not math.isfinite(margin):
-        raise ValueError(f"margin must be a finite number, got {margin}")
-    if not values:
-        raise ValueError("a criterion needs at least one seed")
     if direction != "holds" and controls is None:
         raise ValueError(f"direction {direction!r} needs a control or a threshold")
-    unrun = set(no_run)
-    if unrun - set(values):
-        raise ValueError(f"no_run seeds {sorted(unrun - set(values))} are not among the seeds {sorted(values)}")
+    unrun = _checked_seeds(values, margin, no_run)
     rows = []
     for seed in sorted(values):
         if seed in unrun:
@@ -245,13 +252,7 @@ def evaluate_over_seeds(values: Mapping[int, object], controls: Mapping[int, obj
     fewer than 3 seeds, its median censored) fails it."""
     if direction not in ("greater", "less"):
         raise ValueError(f"a criterion over the seeds compares numbers: direction greater or less, got {direction!r}")
-    if not math.isfinite(margin):
-        raise ValueError(f"margin must be a finite number, got {margin}")
-    if not values:
-        raise ValueError("a criterion needs at least one seed")
-    unrun = set(no_run)
-    if unrun - set(values):
-        raise ValueError(f"no_run seeds {sorted(unrun - set(values))} are not among the seeds {sorted(values)}")
+    unrun = _checked_seeds(values, margin, no_run)
     seeds = sorted(values)
     v = {s: uncensor(values[s], censored) for s in seeds}
     if isinstance(controls, Mapping):

@@ -30,8 +30,7 @@ from typing import Any
 import pandas as pd
 
 from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
-from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, summarize_gaps
-from conceptlab.analysis.finding_criteria import over_seeds_statistic
+from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, seed_spread, summarize_gaps
 from conceptlab.experiments.loading import ConfigError, load_config
 from conceptlab.experiments.sweep import MANIFEST, read_manifest
 from conceptlab.report.save import save_figure
@@ -193,8 +192,8 @@ def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: Emerge
     for name, g in rows.groupby("intervention", sort=False):
         out["matched"][str(name)] = {"k": int(g["k"].iloc[0]),
                                      **summarize_gaps(list(zip(g["gap_low"], g["gap_high"]))),
-                                     "spread": _spread_over_seeds(g["emergence_step"]),
-                                     "baseline_spread": _spread_over_seeds(g["baseline_step"])}
+                                     "spread": seed_spread(g["emergence_step"].tolist()),
+                                     "baseline_spread": seed_spread(g["baseline_step"].tolist())}
     runs = sorted(group["run"].unique())
     try:
         pools, steps, n = naive_pools(root, runs, target)
@@ -205,12 +204,6 @@ def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: Emerge
     observed = {name: block["positive"] - block["negative"] for name, block in out["matched"].items()}
     out["null"] = null_false_positive_rates(pools, steps, design, n, rule, replicates, alpha, observed=observed)
     return out
-
-
-def _spread_over_seeds(steps: pd.Series) -> float | None:
-    """The seeds' spread of an emergence step as the findings suite reads it (median absolute deviation, never
-    emerging as +inf; `analysis.finding_criteria.over_seeds_statistic`): None where it is undefined."""
-    return over_seeds_statistic([math.inf if pd.isna(x) else float(x) for x in steps])
 
 
 def _per_seed(group: pd.DataFrame) -> list[dict[str, Any]]:

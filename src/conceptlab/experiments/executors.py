@@ -217,8 +217,7 @@ def run_progress(run_dir: Path, live: bool = True) -> str:
         text = f"training {step:,}/{steps:,} ({100 * step // steps}%)"
         trained_seconds = sum(float((e.get("seconds") or {}).get("train") or 0) for e in timings if isinstance(e, dict))
         if saved > 0 and trained_seconds > 0:
-            left = (steps - step) * trained_seconds / saved
-            text += f", ~{left / 60:.0f} min left" if left >= 60 else f", ~{left:.0f} s left"
+            text += _left_text((steps - step) * trained_seconds / saved)
         return text
     checkpoints = len(folder.list_checkpoints())
     measured = len(folder.measured_steps())
@@ -227,9 +226,12 @@ def run_progress(run_dir: Path, live: bool = True) -> str:
     text = f"evaluating: {measured}/{checkpoints} checkpoints measured"
     gap = _measurement_gap(folder) if live else None
     if gap is not None and checkpoints > measured:
-        left = (checkpoints - measured) * gap
-        text += f", ~{left / 60:.0f} min left" if left >= 60 else f", ~{left:.0f} s left"
+        text += _left_text((checkpoints - measured) * gap)
     return text
+
+
+def _left_text(seconds: float) -> str:
+    return f", ~{seconds / 60:.0f} min left" if seconds >= 60 else f", ~{seconds:.0f} s left"
 
 
 def _measurement_gap(folder: RunFolder, recent: int = 8) -> float | None:

@@ -49,6 +49,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
+from conceptlab.analysis.finding_criteria import OVER_SEEDS
 from conceptlab.config_base import StrictConfig as _Strict
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, load_config, parse_yaml, preset_names, read_text_file
@@ -173,7 +174,7 @@ class CriterionSpec(_Strict):
     direction: Literal["greater", "less", "holds"]
     margin: float = Field(0.0, description="≥ margin passes; a negative margin is a tolerance (\"not more than\")")
     min_seeds: int | None = Field(None, ge=1)
-    over_seeds: Literal["median_absolute_deviation"] | None = Field(
+    over_seeds: Literal[OVER_SEEDS] | None = Field(  # type: ignore[valid-type]
         None, description="a claim about the report seeds as a group: compare this statistic of the values over the "
         "seeds with the same statistic of the controls' (analysis.finding_criteria.evaluate_over_seeds), decided once")
     restated: str = Field("", description="what holds instead when the criterion is not reproduced")
