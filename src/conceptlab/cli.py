@@ -707,6 +707,10 @@ def findings(
     adopt: Optional[list[Path]] = typer.Option(None, "--adopt", help="a folder holding finished runs made outside "
                                                "the suite (e.g. by conceptlab sweep run): each planned run not "
                                                "finished here takes a copy of the run with its run id; repeatable"),
+    train_from: Optional[list[Path]] = typer.Option(
+        None, "--train-from", help="a folder of runs whose finished training a planned run reuses when it is the "
+        "same training (same data, model, diffusion and train sections and training code; e.g. a rerun that changes "
+        "only the evaluation): that run is only evaluated; repeatable (--no-reuse: none)"),
     list_: bool = typer.Option(False, "--list", help="list the suite's findings and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the run sets and their run counts and exit"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="run only these report seeds (comma-separated; the "
@@ -801,6 +805,12 @@ def findings(
     if adopt and not reuse:
         _fail("--adopt fills this root's run folders with finished runs, but --no-reuse runs every run fresh in a new "
               "folder: use one or the other")
+    if train_from and (not reuse or evaluate_only):
+        _fail("--train-from lends finished training to runs about to run; --no-reuse trains every run and "
+              "--evaluate-only runs nothing: use one or the other")
+    for folder in train_from or []:
+        if not folder.is_dir():
+            _fail(f"--train-from {shown(str(folder))}: no such folder")
     if readme is not None:  # before anything runs: a README without the table's markers is a usage error
         from conceptlab.report.readme import ReadmeError, table_in
 
@@ -868,7 +878,8 @@ def findings(
         except ExecutorError as err:
             _fail(str(err))
         try:  # with --record each run is recorded as it finishes, whatever happens after
-            result = run_plan(p, runner_, progress=progress, console=console, seeds=chosen_seeds, record=record)
+            result = run_plan(p, runner_, progress=progress, console=console, seeds=chosen_seeds, record=record,
+                              reuse_training=reuse, train_from=list(train_from or []))
         except ExecutorError as err:
             _fail(str(err))
     kept = None
@@ -885,7 +896,9 @@ def findings(
     evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"],
                          **({"not_finished": result["not_finished"]} if evaluate_only else {}),
                          **({"deferred": result["deferred"]} if result.get("deferred") else {}),
-                         **({"copied": result["copied"]} if result.get("copied") else {})}
+                         **({"copied": result["copied"]} if result.get("copied") else {}),
+                         **({"trained_elsewhere": result["trained_elsewhere"]} if result.get("trained_elsewhere")
+                            else {})}
     wall = _time.perf_counter() - began
     from conceptlab.report.readme import ReadmeError
 
@@ -912,7 +925,10 @@ def findings(
         queued = (f", {result['queued']} queued or waiting for a twin (a later invocation reads them)"
                   if result.get("queued") else "")
         busy = f", {result['busy']} left to the process already running them" if result.get("busy") else ""
-        console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now{shared}, "
+        elsewhere = (f" ({result['trained_elsewhere']} of them evaluating another run's training)"
+                     if result.get("trained_elsewhere") else "")
+        console.print(f"{result['runs']} runs: {result['skipped']} reused, {result['done']} done now{elsewhere}"
+                      f"{shared}, "
                       f"{len(result['failed'])} failed{queued}{busy}{later}; wall time {wall / 60:.1f} min",
                       markup=False)
     console.print(f"report: {out / 'report.html'}; {out / 'findings.md'}", markup=False)
@@ -1061,15 +1077,27 @@ def sweep(
         "cpus_per_task, mem_gb, array_parallelism, max_requeue, account, qos); repeatable"
     ),
     progress: bool = typer.Option(True, help="show progress bars"),
+    train_from: Optional[list[Path]] = typer.Option(
+        None, "--train-from", help="a folder of runs (a sweep root, a findings root) whose finished training a run "
+        "of this sweep reuses when it is the same training (data, model, diffusion and train sections, and the same "
+        "training code): that run is only evaluated; repeatable"),
+    reuse_training: bool = typer.Option(True, help="runs that share a training train it once (the sweep's own and "
+                                        "--train-from's); --no-reuse-training trains every run itself"),
 ) -> None:
     """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest; then write the
-    sweep's report.html (`conceptlab report SWEEP` adds the tables across its runs)."""
+    sweep's report.html (`conceptlab report SWEEP` adds the tables across its runs). Runs that differ only in their
+    evaluation train once: the others evaluate that training's checkpoints (their training.json says where from)."""
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
     from conceptlab.experiments.runner import check_runs_dir
     from conceptlab.experiments.sweep import check_sweep_memory, expand, run_sweep
 
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         _fail(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
+    if train_from and not reuse_training:
+        _fail("--train-from names runs to reuse the training of; --no-reuse-training reuses none")
+    for folder in train_from or []:
+        if not folder.is_dir():
+            _fail(f"--train-from {shown(str(folder))}: no such folder")
     try:
         plan = expand(spec, list(overrides or []), root)
         executor_options = with_slurm_options(plan.spec.executor, list(slurm or []))
@@ -1094,12 +1122,14 @@ def sweep(
     console.print(f"[bold]sweep {escape(plan.spec.name)}[/]: {len(plan.runs)} runs → {escape(str(plan.root))} "
                   f"({kind} executor)")
     try:
-        result = run_sweep(plan, runner_, progress=progress, console=console)
-    except ExecutorError as err:
+        result = run_sweep(plan, runner_, progress=progress, console=console, train_from=list(train_from or []),
+                           reuse_training=reuse_training)
+    except (ExecutorError, ConfigError) as err:
         _fail(str(err))
     console.print(
-        f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now, "
-        f"{len(result['failed'])} failed" + (f", {result['queued']} queued" if result["queued"] else "")
+        f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now"
+        + (f" ({result['reused']} of them evaluating another run's training)" if result.get("reused") else "")
+        + f", {len(result['failed'])} failed" + (f", {result['queued']} queued" if result["queued"] else "")
         + (f", {len(result['busy'])} left to the process already running them" if result.get("busy") else "")
     )
     for run_id, error in result["failed"].items():

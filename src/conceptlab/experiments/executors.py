@@ -130,6 +130,7 @@ class RunTask:
     run_id: str
     run_dir: Path
     config: RunConfig
+    donors: tuple[Path, ...] = ()  # run folders whose training this run may reuse (experiments.training_reuse)
 
 
 @dataclass
@@ -280,12 +281,15 @@ def _last_line(err: BaseException) -> str:
     return lines[-1] if lines else type(err).__name__
 
 
-def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
-    """Run (or resume) the run in `run_dir` from its config.yaml, keeping status.json up to date."""
+def execute_run(run_dir: Path | str, threads: int | None = None, donors: list[str] | None = None) -> RunOutcome:
+    """Run (or resume) the run in `run_dir` from its config.yaml, keeping status.json up to date. `donors`: run
+    folders whose training a fresh run reuses when one of them has trained it (`training_reuse.reuse_training`,
+    checked here, when the run starts: a donor of the same sweep may have finished meanwhile)."""
     import torch
 
     from conceptlab.experiments.loading import load_config
     from conceptlab.experiments.runner import run_experiment
+    from conceptlab.experiments.training_reuse import reuse_training
 
     run_dir = Path(run_dir)
     folder = RunFolder(run_dir)
@@ -314,6 +318,10 @@ def execute_run(run_dir: Path | str, threads: int | None = None) -> RunOutcome:
             cfg = load_config(str(folder.config))
             with append_text(folder.run_log) as log:
                 console = Console(file=log, width=120, force_terminal=False)
+                reused = reuse_training(cfg, run_dir, [Path(d) for d in donors]) if donors else None
+                if reused is not None:
+                    console.print(f"training reused from {reused['folder']} (the same training config and code); "
+                                  "evaluating its checkpoints", highlight=False, soft_wrap=True)
                 run_experiment(cfg, run_dir, progress=False, console=console)
         except Exception as err:  # recorded, not raised: one failed run must not stop the sweep
             with contextlib.suppress(OSError), append_text(folder.run_log) as log:
@@ -410,7 +418,8 @@ class LocalExecutor:
         workers = min(self.workers, len(todo))
         broken = False
         with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool, _workers_stop_with_us(pool):
-            futures = {pool.submit(execute_run, str(t.run_dir), self.threads): t for t in todo}
+            futures = {pool.submit(execute_run, str(t.run_dir), self.threads, [str(d) for d in t.donors]): t
+                       for t in todo}
             for future in cf.as_completed(futures):
                 task = futures[future]
                 try:
@@ -471,17 +480,18 @@ class LocalExecutor:
 class _SlurmTask(submitit.helpers.Checkpointable):
     """The submitit callable: runs one folder; on timeout / pre-emption it is requeued and resumes from disk."""
 
-    def __call__(self, run_dir: str, threads: int | None) -> RunOutcome:
+    def __call__(self, run_dir: str, threads: int | None, donors: list[str] | None = None) -> RunOutcome:
         def terminated(signum, frame) -> None:  # requeue / pre-emption / scancel: stop now, state is on disk
             write_status(Path(run_dir), "queued", error="terminated by SLURM (requeue, pre-emption or cancel)")
             os._exit(128 + signum)
 
         signal.signal(signal.SIGTERM, terminated)
-        return execute_run(run_dir, threads)
+        return execute_run(run_dir, threads, donors)
 
-    def checkpoint(self, run_dir: str, threads: int | None) -> submitit.helpers.DelayedSubmission:
+    def checkpoint(self, run_dir: str, threads: int | None,
+                   donors: list[str] | None = None) -> submitit.helpers.DelayedSubmission:
         write_status(Path(run_dir), "queued", error="requeued (timeout or pre-emption); resumes from its last state")
-        return submitit.helpers.DelayedSubmission(_SlurmTask(), run_dir, threads)
+        return submitit.helpers.DelayedSubmission(_SlurmTask(), run_dir, threads, donors)
 
 
 def slurm_reachable() -> tuple[bool, str]:
@@ -534,7 +544,8 @@ class SlurmExecutor:
         for task in tasks:
             write_status(task.run_dir, "queued", error=None)
         threads = [o.cpus_per_task] * len(tasks)
-        jobs = executor.map_array(_SlurmTask(), [str(t.run_dir) for t in tasks], threads)
+        jobs = executor.map_array(_SlurmTask(), [str(t.run_dir) for t in tasks], threads,
+                                  [[str(d) for d in t.donors] for t in tasks])
         for task, job in zip(tasks, jobs):
             write_status(task.run_dir, "queued", slurm_job=str(job.job_id))
         return jobs

@@ -32,8 +32,9 @@ from conceptlab.experiments.findings_spec import (
     setup_of,
 )
 from conceptlab.experiments.sweep import (
-    Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, write_manifest,
+    Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_waves, write_manifest,
 )
+from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
 from conceptlab.plugins import resolve
 from conceptlab.store.files import read_json, read_parquet, write_json
@@ -175,7 +176,8 @@ def finished_counts(p: Plan) -> dict[str, Any]:
 
 
 def run_plan(p: Plan, executor, progress: bool = True, console=None,
-             seeds: Collection[int] | None = None, record: Path | str | None = None) -> dict[str, Any]:
+             seeds: Collection[int] | None = None, record: Path | str | None = None,
+             reuse_training: bool = True, train_from: list[Path] | None = None) -> dict[str, Any]:
     """Write every sweep's manifest, compute the analytic sets, run every pending run with one executor (so the
     workers stay busy across run sets); returns counts and failures. With `seeds`, only the runs of those report
     seeds (a suite split over sessions or machines); the other pending runs are counted as `deferred`. With
@@ -185,7 +187,9 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
     A run two sets share (the same run id: the same config and analysis versions, e.g. one band width in both the
     composition and the gap-width sets) runs once: a set whose twin is finished gets a copy of it
     (`sweep.adopt_finished_twin`; counted as `copied`), and of twins both pending only the first is run and the
-    others are copied once it is done."""
+    others are copied once it is done. With `reuse_training`, runs that share a training but not a config (e.g. two
+    evaluations of one training, in two sets or in `train_from` roots) train it once and the others evaluate its
+    checkpoints (`sweep.training_waves`, `experiments.training_reuse`; counted as `trained_elsewhere`)."""
     if seeds is not None:
         check_seeds(p, seeds)
     complete = {r.directory(s.sweep.root): r.run_id for s in p.sets.values() if s.sweep is not None
@@ -231,7 +235,13 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
                 console.print(f"could not record {outcome.run_id} yet: {one_line(str(err))}", markup=False)
 
     kwargs = {"on_outcome": keep} if record is not None else {}
-    outcomes = executor.run(tasks, progress=progress, console=console, **kwargs) if tasks else []
+    waves = [tasks] if tasks else []
+    if reuse_training and tasks:
+        candidates = [r.directory(s.sweep.root) for s in p.sets.values() if s.sweep is not None for r in s.sweep.runs]
+        waves = training_waves(tasks, candidates + run_folders_under(train_from or []))
+    outcomes = []
+    for wave in waves:
+        outcomes += executor.run(wave, progress=progress, console=console, **kwargs)
     waiting = 0
     for source, folder in twins:
         if adopt_finished_twin(source, folder):
@@ -246,7 +256,8 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
     return {"runs": total, "skipped": total - todo - deferred, "done": sum(o.state == "done" for o in outcomes),
             "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
             "queued": sum(o.state == "queued" for o in outcomes) + waiting, "deferred": deferred, "copied": copied,
-            "busy": sum(o.state == "busy" for o in outcomes), "recorded": recorded}
+            "busy": sum(o.state == "busy" for o in outcomes), "recorded": recorded,
+            "trained_elsewhere": sum(trained_in(t.run_dir) is not None for t in tasks)}
 
 
 def check_seeds(p: Plan, seeds: Collection[int]) -> None:

@@ -35,6 +35,7 @@ from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_con
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.experiments.provenance import analysis_versions, invocation
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
+from conceptlab.experiments.training_reuse import TRAINED_IN
 from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.report.figures import plot_loss, plot_vlb_terms
@@ -56,7 +57,6 @@ from conceptlab.train.checkpoints import (
     CheckpointIntegrityError,
     checkpoint_schedule,
     load_checkpoint,
-    training_state_step,
 )
 from conceptlab.train.precision import resolve_bf16, resolve_device
 from conceptlab.train.trainer import TrainingData, iter_training, load_weights
@@ -157,7 +157,7 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
                 checkpointed: Callable[[float], None] | None = None) -> float:
     """Train (or resume training) and return the seconds spent; `checkpointed(seconds so far)` after every
     checkpoint (how the run driver keeps an interrupted invocation's training time)."""
-    state_step = training_state_step(run.train_state)
+    state_step = run.trained_step()  # a finished training whose state retention removed (or a reused one) is done
     _truncate_log(run.train_log, state_step, console)
     if state_step >= cfg.train.steps:
         return 0.0
@@ -396,6 +396,7 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     so_far(train_seconds)
     if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
         write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    reused = read_json(run.training).get(TRAINED_IN)  # training done by another run (experiments.training_reuse)
     fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
     summary = {
         "run": run.name,
@@ -408,8 +409,9 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         "device": str(device),
         "bf16": bf16,
         "threads": torch.get_num_threads(),
-        "provenance": {k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
+        "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
                                             "gpu", "host")},
+                       **({TRAINED_IN: reused} if reused else {})},
         "seconds": {
             "train": round(train_seconds, 2),
             **{k: round(v, 2) for k, v in seconds.items()},

@@ -29,6 +29,7 @@ Rerunning a sweep skips runs that are complete (summary.json written) and resume
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -57,6 +58,7 @@ from conceptlab.experiments.loading import (
 )
 from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
+from conceptlab.experiments.training_reuse import find_donor, run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import read_json, write_json, write_text
 from conceptlab.store.run_folder import STATUS, RunFolder, RunLockedError
@@ -439,13 +441,56 @@ def sweep_root_of(target: str) -> Path:
     return expand(target).root
 
 
-def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> dict[str, Any]:
+def training_waves(tasks: list[RunTask], candidates: list[Path]) -> list[list[RunTask]]:
+    """Order tasks so that runs sharing a training (equal `RunConfig.training_hash`) train it once: each task gets as
+    donors the candidate folders and the other tasks' folders of its training (`training_reuse` checks each when the
+    run starts); the first task of a training no candidate has finished runs in the first wave, the others of it in
+    the second, once the first has trained. Without such sharing there is one wave."""
+    by_hash: dict[str, list[Path]] = {}
+    for folder in candidates:
+        try:
+            key = load_config(str(RunFolder(folder).config)).training_hash()
+        except (ConfigError, OSError):
+            continue  # an unreadable folder is no donor
+        by_hash.setdefault(key, []).append(Path(folder))
+    first: list[RunTask] = []
+    later: list[RunTask] = []
+    leaders: set[str] = set()
+    groups: dict[str, list[RunTask]] = {}
+    for task in tasks:
+        groups.setdefault(task.config.training_hash(), []).append(task)
+    for key, group in groups.items():
+        ready = find_donor(group[0].config, by_hash.get(key, [])) is not None
+        for task in group:
+            mine = Path(task.run_dir).resolve()
+            donors = [f for f in by_hash.get(key, []) if Path(f).resolve() != mine]
+            donors += [t.run_dir for t in group if t is not task and Path(t.run_dir).resolve() not in
+                       {Path(f).resolve() for f in donors}]
+            task = dataclasses.replace(task, donors=tuple(donors)) if len(group) > 1 or donors else task
+            if ready or key not in leaders:
+                leaders.add(key)
+                first.append(task)
+            else:
+                later.append(task)
+    return [wave for wave in (first, later) if wave]
+
+
+def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train_from: list[Path] | None = None,
+              reuse_training: bool = True) -> dict[str, Any]:
     """Write the manifest, run every incomplete run with `executor`, then the sweep's `report.html`
-    (`report.html.write_sweep_report`); returns counts and the failures."""
+    (`report.html.write_sweep_report`); returns counts and the failures. With `reuse_training`, runs that share a
+    training (the sweep varies only evaluation keys, or `train_from` roots hold a run that trained it) train it once
+    and evaluate its checkpoints (`experiments.training_reuse`; `reused` counts them)."""
     write_manifest(sweep)
     todo = pending_runs(sweep)
     tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
-    outcomes = executor.run(tasks, progress=progress, console=console)
+    waves = [tasks]
+    if reuse_training and tasks:
+        candidates = [r.directory(sweep.root) for r in sweep.runs] + run_folders_under(train_from or [])
+        waves = training_waves(tasks, candidates)
+    outcomes = []
+    for wave in waves:
+        outcomes += executor.run(wave, progress=progress, console=console)
     from conceptlab.report.html import write_sweep_report
 
     write_sweep_report(sweep.root)  # the table of runs links each finished run's own report
@@ -456,6 +501,7 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None) -> di
         "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
         "queued": sum(o.state == "queued" for o in outcomes),
         "busy": {o.run_id: o.error for o in outcomes if o.state == "busy"},
+        "reused": sum(trained_in(r.directory(sweep.root)) is not None for r in todo),
     }
 
 

@@ -201,6 +201,8 @@ def _provenance_line(result: dict) -> str:
         wall += (f" ({runs['done']} of {runs['total']} runs made now, {runs['reused']} reused from earlier invocations "
                  "or records with the same run id (its config and analysis versions)"
                  + (f", {runs['copied']} copied from a twin in another run set" if runs.get("copied") else "")
+                 + (f", {runs['trained_elsewhere']} of the runs made now evaluating another run's training (its "
+                    "summary names it)" if runs.get("trained_elsewhere") else "")
                  + (f", {runs['deferred']} left for later with `--seeds`" if runs.get("deferred") else "")
                  + "; each finding's run time is its runs' own)")
     if result.get("records"):

@@ -185,6 +185,10 @@ class StudyBase:
 
     kind: str = ""
     version: int = 1  # bump when a change alters the study's numbers: enters run ids (no stale run is reused)
+    # the first `version` whose training data are generated as now (None: `version` itself). A bump that changes only
+    # the evaluation leaves it, so the stale runs' training is reused and only their evaluation runs again
+    # (experiments.training_reuse); a change to the data process sets it to the new version.
+    data_since: int | None = None
     order: int = 100  # position of its eval fields in a saved config (built-in studies first)
     data_config: type[DataSection] = DataSection
     eval_fields: Mapping[str, tuple[Any, Any]] = {}

@@ -63,6 +63,32 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     assert redone["findings"][0]["run_sets"]["short"]["folder"] != first["findings"][0]["run_sets"]["short"]["folder"]
 
 
+@pytest.mark.slow
+def test_train_from_evaluates_a_finished_training_again_with_another_evaluation(micro_findings, tmp_path):
+    """A suite whose runs differ from the micro suite's only in their evaluation (more generations per class) trains
+    nothing with --train-from the micro suite's root: every run evaluates its training's checkpoints, says so, and
+    the verdicts follow the numbers as before."""
+    import yaml
+
+    suite = yaml.safe_load(micro_findings["suite"].read_text())
+    for spec in suite["runs"].values():
+        spec["overrides"] = [*spec["overrides"], "eval.samples_per_class=6"]
+    path = tmp_path / "suite.yaml"
+    path.write_text(yaml.safe_dump(suite, sort_keys=False))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["findings", "--suite", str(path), "--root", str(out), "--workers", "1",
+                                 "--threads", "1", "--no-progress", "--train-from", str(micro_findings["out"])])
+    assert result.exit_code == 0, result.output
+    assert "4 runs: 0 reused, 4 done now (4 of them evaluating another run's training)" in " ".join(result.output.split())
+    evaluated = json.loads((out / "findings.json").read_text())
+    assert {f["name"]: f["verdict"] for f in evaluated["findings"]} == {
+        "shorter-runs-end-earlier": "reproduced", "shorter-runs-end-later": "not reproduced",
+        "twenty-steps-learn-nothing": "reproduced"}
+    summaries = [json.loads(p.read_text()) for p in out.rglob("summary.json")]
+    assert len(summaries) == 4 and all(s["seconds"]["train"] == 0.0 for s in summaries)
+    assert all(str(micro_findings["out"].resolve()) in s["provenance"]["trained_in"]["folder"] for s in summaries)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--scale", "huge"], "--scale must be quick, full or paper"),
     (["--executor", "cloud"], "unknown executor 'cloud'"),
@@ -75,6 +101,8 @@ def test_findings_runs_the_suite_and_a_rerun_without_reuse_gives_the_same_number
     (["hidden-emergence", "--seeds", "100", "--evaluate-only"], "--evaluate-only runs nothing"),
     (["hidden-emergence", "--seeds", "100", "--no-reuse"], "use one or the other"),
     (["--setup", "both"], "--setup must be fast or paper"),
+    (["--train-from", ".", "--no-reuse"], "--train-from lends finished training"),
+    (["--train-from", "/no/such/runs", "--dry-run"], "--train-from '/no/such/runs': no such folder"),
     (["hidden-emergence-paper-setup", "--setup", "fast", "--dry-run"], "is not a fast-setup finding"),
     (["no-such-finding", "--setup", "fast", "--dry-run"], "unknown finding 'no-such-finding'"),
 ])

@@ -1,0 +1,180 @@
+"""Training reuse: a run whose training another run already did is evaluated from that run's checkpoints.
+
+Two runs train the same weights when their configs agree on everything that determines training (the data, model,
+diffusion and train sections: `RunConfig.training_hash`) and the code that trains them is the same: the same
+training-loop version (`provenance.TRAINING_VERSION`) and a study version whose data-generating process is the current
+one (from the study's `data_since` to its `version`; a study bumps `version` for any change to its numbers, and
+`data_since` with it only when the training data change). Such runs differ in their evaluation only, e.g. a sweep over
+`eval.*` keys, or a rerun that changes how checkpoints are read. `find_donor` picks, among candidate run folders, one
+that has trained this run's training to its last step and kept every checkpoint; `seed_from` fills a fresh run folder
+with its training (checkpoints and training state hard-linked where the filesystem allows, else copied; the training
+log copied) and records where it came from in `training.json` (`trained_in`: the donor's folder, run id, and the
+invocations that trained it), which the run's summary repeats. The run driver then resumes that folder as any other:
+training is done, so it evaluates. The evaluation is the same as after training in place, because every measurement
+draws its randomness from its own seeds, not from the state training left behind (tested).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from conceptlab.experiments.config import RunConfig
+from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
+from conceptlab.experiments.provenance import TRAINING_VERSION, analysis_versions
+from conceptlab.store.files import read_json, write_json, write_text
+from conceptlab.store.run_folder import FORMAT, INNER_FOLDERS, RunFolder
+from conceptlab.studies import study_for
+from conceptlab.train.checkpoints import checkpoint_schedule, training_state_step
+
+TRAINED_IN = "trained_in"  # the key in training.json (and in summary.json's provenance) naming the donor
+
+
+@dataclass(frozen=True)
+class Donor:
+    """A run folder whose training a run can reuse, and what trained it (its provenance invocations)."""
+
+    folder: Path
+    invocations: list
+
+
+def data_versions(cfg: RunConfig) -> range:
+    """The study versions whose training data are the current code's: `data_since` (default: `version`) to
+    `version`."""
+    study = study_for(cfg.data.kind)
+    version = int(getattr(study, "version", 1))
+    since = int(getattr(study, "data_since", None) or version)
+    return range(min(since, version), version + 1)
+
+
+def _trains_the_same(cfg: RunConfig, folder: RunFolder) -> Donor | None:
+    """`folder` as a donor for `cfg`'s training, or None: same training hash, made by the current training loop and a
+    study version with the current data, trained to the last step, and every scheduled checkpoint on disk."""
+    if not folder.config.is_file() or not folder.provenance.is_file():
+        return None
+    try:
+        other = load_config(str(folder.config))
+        record = read_json(folder.provenance)
+        if other.training_hash() != cfg.training_hash():
+            return None
+        versions = record.get("versions") or {}
+        if versions.get("training") != TRAINING_VERSION or versions.get("study") not in data_versions(cfg):
+            return None
+        if folder.trained_step() < cfg.train.steps:
+            return None
+        pruned = set(read_json(folder.training).get("pruned", [])) if folder.training.is_file() else set()
+    except (ConfigError, OSError, ValueError, KeyError, TypeError, RecursionError):
+        return None  # an unreadable or foreign folder is no donor (it is not this function's to report)
+    if pruned:
+        return None
+    listed = {s for s, _ in folder.list_checkpoints()}
+    if any(s not in listed for s in checkpoint_schedule(cfg.train)):
+        return None
+    return Donor(folder.root, list(record.get("invocations") or []))
+
+
+def find_donor(cfg: RunConfig, candidates: Iterable[Path], exclude: Path | None = None) -> Donor | None:
+    """The first candidate run folder that has trained `cfg`'s training (see the module docstring), or None. A
+    folder that `trained_in` another names that other as its donor (the weights' own makers)."""
+    skip = Path(exclude).resolve() if exclude is not None else None
+    for path in candidates:
+        path = Path(path)
+        if skip is not None and path.resolve() == skip:
+            continue
+        donor = _trains_the_same(cfg, RunFolder(path))
+        if donor is not None:
+            return donor
+    return None
+
+
+def is_fresh(run_dir: Path) -> bool:
+    """Nothing trained in `run_dir` yet: no training state, no checkpoint, no training record."""
+    run = RunFolder(run_dir)
+    return not (run.train_state.exists() or run.training.exists() or run.list_checkpoints())
+
+
+def seed_from(donor: Donor, run_dir: Path, cfg: RunConfig) -> dict:
+    """Fill the fresh run folder `run_dir` (its config already written or not) with `donor`'s training; returns the
+    `trained_in` record written into its `training.json`. Refuses (ValueError) a folder that has trained anything.
+    Files are hard links where the filesystem allows (every store write replaces a file, never edits it in place, so
+    a link never changes under the other run), copies otherwise."""
+    run, source = RunFolder(run_dir), RunFolder(donor.folder)
+    if not is_fresh(run_dir):
+        raise ValueError(f"{run_dir} has training of its own; training is reused only into a fresh run folder")
+    run.checkpoints.mkdir(parents=True, exist_ok=True)
+    for _, path in source.list_checkpoints():
+        _link_or_copy(path, run.checkpoints / path.name)
+        _link_or_copy(path.with_suffix(".json"), run.checkpoints / path.with_suffix(".json").name)
+    if source.train_state.is_file():
+        _link_or_copy(source.train_state, run.train_state)
+    if source.train_log.is_file():
+        shutil.copy2(source.train_log, run.train_log)  # the run driver rewrites its log: a copy, not a link
+    source_record = read_json(source.training) if source.training.is_file() else {}
+    origin = source_record.get(TRAINED_IN)  # the donor reused its training too: name the run that trained
+    trained_in = origin or {"folder": str(donor.folder.resolve()), "run_id": donor.folder.name,
+                            "invocations": donor.invocations}
+    step = training_state_step(run.train_state) if run.train_state.is_file() else int(source_record.get("step", 0))
+    if step < cfg.train.steps:
+        raise ValueError(f"{donor.folder} has trained to step {step}, not {cfg.train.steps}")
+    write_json(run.training, {"step": step, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), TRAINED_IN: trained_in})
+    if not run.config.is_file():  # the folder says what it is from now on, as the run driver's would
+        write_text(run.config, config_to_yaml(cfg))
+    if not run.provenance.is_file():  # the folder's format: the run driver adds this invocation to it
+        write_json(run.provenance, {"format": FORMAT, "versions": analysis_versions(cfg), "invocations": []})
+    return trained_in
+
+
+def trained_in(run_dir: Path) -> dict | None:
+    """Where a run's training was done, when it reused another run's (`training.json`'s `trained_in`), else None."""
+    run = RunFolder(run_dir)
+    if not run.training.is_file():
+        return None
+    try:
+        return read_json(run.training).get(TRAINED_IN)
+    except (OSError, ValueError):
+        return None
+
+
+def reuse_training(cfg: RunConfig, run_dir: Path, candidates: Iterable[Path]) -> dict | None:
+    """Seed the fresh run folder `run_dir` from the first candidate that trained `cfg`'s training; returns the
+    `trained_in` record, or None (not fresh, or no candidate qualifies: the run trains itself)."""
+    if not is_fresh(run_dir):
+        return None
+    donor = find_donor(cfg, candidates, exclude=run_dir)
+    return seed_from(donor, run_dir, cfg) if donor is not None else None
+
+
+def run_folders_under(roots: Iterable[Path], depth: int = 3) -> list[Path]:
+    """Every run folder (a folder with a config.yaml) under each root, down to `depth` levels (a sweep root holds
+    its runs, a findings root `runs/<set>/<run id>`), by path; a run folder's own subfolders are not searched."""
+    found: list[Path] = []
+
+    def walk(folder: Path, left: int) -> None:
+        for child in sorted(folder.iterdir()):
+            if not child.is_dir() or child.name.startswith(".") or child.name in INNER_FOLDERS:
+                continue
+            if RunFolder(child).config.is_file():
+                found.append(child)
+            elif left > 1:
+                walk(child, left - 1)
+
+    for root in roots:
+        root = Path(root)
+        if not root.is_dir():
+            raise ConfigError(f"--train-from {root}: no such folder")
+        if RunFolder(root).config.is_file():
+            found.append(root)
+        else:
+            walk(root, depth)
+    return found
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    try:
+        os.link(source, dest)
+    except OSError:
+        shutil.copy2(source, dest)
