@@ -187,6 +187,20 @@ def _fake_runs(p, values: dict[str, dict[int, dict]]) -> None:
             (folder / "summary.json").write_text(json.dumps(summary))
 
 
+def test_a_run_that_evaluated_another_runs_training_names_its_trainer_among_machines_and_code(tmp_path):
+    """`provenance.trained_in` (experiments.training_reuse): the machine and commit that trained the weights count
+    among the finding's machines and code, beside the evaluating run's own."""
+    suite = load_suite(_write(tmp_path, _suite()))
+    p = plan(suite, None, "full", tmp_path / "out")
+    trained = {"provenance": {"cpu": "test CPU", "gpu": None, "git_commit": "abcdef0123",
+                              "trained_in": {"run_id": "x", "folder": "/elsewhere/x", "invocations": [
+                                  {"cpu": "trainer CPU", "gpu": "a GPU", "git_commit": "1234567890"}]}}}
+    _fake_runs(p, {"a": {100: {**_acc(0.9, 200, 300), **trained}, 101: _acc(0.85, None, 300)},
+                   "b": {100: _acc(0.6, 1, 1)}})
+    (toy,) = evaluate_suite(p)["findings"]
+    assert toy["machines"] == ["test CPU", "trainer CPU, GPU a GPU"] and toy["code"] == ["1234567", "abcdef0"]
+
+
 def _acc(color: float, lt_color, lt_size) -> dict:
     return {"final_accuracy": {"11/color": color},
             "learning_time": {"held_out/color": lt_color, "held_out/size": lt_size}}
@@ -656,6 +670,11 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
                                    "seconds_all_invocations": {"total": 180.0}}}})
     costs = run_costs(first)
     assert costs["a"].pending == 1 and costs["a"].median_seconds == 120.0 and costs["a"].runs == 2
+    # a run that evaluated another run's training took no training time: it does not time a run still to go
+    _fake_runs(first, {"a": {102: {**_acc(0.9, 200, 300), "seconds": {"total": 5.0},
+                                   "provenance": {"cpu": "test CPU", "trained_in": {"run_id": "x"}}}}})
+    assert run_costs(first)["a"].median_seconds == 120.0 and run_costs(first)["a"].runs == 2
+    (first.sets["a"].sweep.runs[2].directory(first.sets["a"].sweep.root) / "summary.json").unlink()
     assert costs["a"].machines == ["test CPU, fp32, ? threads"] and "2.0 min a run (median of 2" in costs["a"].describe()
     assert costs["b"].pending == 3 and costs["b"].median_seconds is None
     assert costs["b"].describe() == "no finished run to time"

@@ -313,6 +313,12 @@ def machine_of(summary: dict[str, Any]) -> str:
     return f"{prov.get('cpu')}" + (f", GPU {prov['gpu']}" if prov.get("gpu") else "")
 
 
+def trainers_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The invocations that trained a run which evaluated another run's training (`provenance.trained_in`; each
+    with its cpu, gpu and git_commit), else []."""
+    return list(((summary.get("provenance") or {}).get("trained_in") or {}).get("invocations") or [])
+
+
 def precision_name(bf16: bool) -> str:
     """How a run's precision is named in costs and reports."""
     return "bf16 autocast" if bf16 else "fp32"
@@ -370,7 +376,8 @@ def run_costs(p: Plan, records: Path | str | None = None,
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name.startswith("."):  # a copy or record left half-made by a crash
                     continue
-                if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
+                if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0 \
+                        and not (data.get("provenance") or {}).get("trained_in"):  # its time has no training
                     found[summary.parent.name] = data
         to_go = {r.run_id: int(r.config.train.train_seed) for r in s.sweep.runs
                  if r.run_id not in done and r.run_id not in counted}
@@ -716,10 +723,12 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     once = {r.run_id if r.folder is not None else f"{n}/{r.run_id}": r.summary  # analytic: seed_<n> per set
             for n, rs in runs_by_set.items() for r in rs}
     seconds = sum(run_seconds(r) for r in once.values())
-    machines = sorted({machine_of(r) for r in summaries})
+    trainers = [i for r in summaries for i in trainers_of(r)]  # a run evaluating another's training: who trained it
+    machines = sorted({machine_of(r) for r in summaries} | {machine_of({"provenance": i}) for i in trainers})
     precision = sorted({precision_of(r) for r in summaries})
     threads = sorted({int(r["threads"]) for r in summaries if r.get("threads")})  # fp32 sums depend on it
-    commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries})
+    commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries}
+                     | {str(i.get("git_commit"))[:7] for i in trainers})
     made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
     return {
         "name": finding.name, "paper": finding.paper, "claim": finding.claim,

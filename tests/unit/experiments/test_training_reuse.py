@@ -115,3 +115,29 @@ def test_run_folders_under_a_sweep_root_and_a_root_of_run_sets(tmp_path):
     assert run_folders_under([tmp_path / "sweep", tmp_path / "suite"]) == [tmp_path / "sweep" / "r1",
                                                                            tmp_path / "suite" / "runs" / "set" / "r2"]
     assert run_folders_under([tmp_path / "sweep" / "r1"]) == [tmp_path / "sweep" / "r1"]  # a run folder itself
+
+
+def test_a_sweep_without_reuse_runs_every_run_in_one_wave_without_donors(tmp_path):
+    """`sweep run --no-reuse-training`: the executor gets every run at once and none may borrow a training."""
+    import yaml
+
+    from conceptlab.experiments.sweep import expand, run_sweep
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"description": "d", "base": "micro", "overrides": STEPS,
+                                    "axes": {"grid": {"eval.samples_per_class": [4, 6]}}}))
+    seen = []
+
+    class Recorder:
+        name = "recorder"
+
+        def run(self, tasks, progress=True, console=None, on_outcome=None):
+            seen.append(list(tasks))
+            return []
+
+    sweep = expand(str(spec), root=tmp_path / "root")
+    run_sweep(sweep, Recorder(), progress=False, reuse_training=False)
+    assert len(seen) == 1 and len(seen[0]) == 2 and all(not t.donors for t in seen[0])
+    seen.clear()
+    run_sweep(sweep, Recorder(), progress=False)  # with reuse: the shared training first, then its other run
+    assert [len(w) for w in seen] == [1, 1] and seen[1][0].donors == (seen[0][0].run_dir,)

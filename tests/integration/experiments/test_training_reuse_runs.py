@@ -94,17 +94,16 @@ def test_a_sweep_over_an_evaluation_key_trains_once(probe_cache, tmp_path):
     assert len(trainers) == 1 and len(evaluators) == 1
     assert trained_in(evaluators[0])["run_id"] == trainers[0].name
     assert "training reused from" in (evaluators[0] / "run.log").read_text()
-    # the same sweep with --no-reuse-training in another root trains both
-    again = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(tmp_path / "own"), "--no-progress",
-                                     "--no-reuse-training", "--workers", "1"])
-    assert again.exit_code == 0, again.output
-    assert "evaluating another run's training" not in " ".join(again.output.split())
-    assert all(trained_in(p) is None for p in (tmp_path / "own").iterdir() if (p / "summary.json").is_file())
-    # and a third root evaluates from either of them through --train-from, training nothing
+    # a second root evaluates both trainings' one checkpoint set through --train-from, training nothing
     third = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(tmp_path / "third"), "--no-progress",
-                                     "--train-from", str(tmp_path / "own")])
+                                     "--train-from", str(root)])
     assert third.exit_code == 0, third.output
     assert "2 done now (2 of them evaluating another run's training)" in " ".join(third.output.split())
     for p in (tmp_path / "third").iterdir():
         if (p / "summary.json").is_file():
-            assert json.loads((p / "summary.json").read_text())["seconds"]["train"] == 0.0
+            summary = json.loads((p / "summary.json").read_text())
+            assert summary["seconds"]["train"] == 0.0
+            assert summary["provenance"]["trained_in"]["run_id"] == trainers[0].name  # who trained, not who lent
+    refused = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(tmp_path / "x"), "--no-progress",
+                                       "--train-from", str(root), "--no-reuse-training"])
+    assert refused.exit_code == 2 and "reuses none" in refused.output
