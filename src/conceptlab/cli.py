@@ -136,13 +136,21 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="continue the newest unfinished run with this exact config"),
     dry_run: bool = typer.Option(False, "--dry-run", help="print the resolved config and exit"),
     threads: Optional[int] = typer.Option(None, help="torch CPU threads (default: torch's choice)"),
+    train_from: Optional[Path] = typer.Option(
+        None, "--train-from", help="a finished run folder (`latest`: the newest) that trained this run's training "
+        "(the same data, model, diffusion and train sections and training code): the new run evaluates its "
+        "checkpoints instead of training, e.g. with other eval.* settings"),
     progress: bool = typer.Option(True, help="show progress bars"),
 ) -> None:
-    """Train and evaluate one run in a new numbered folder under runs/."""
+    """Train and evaluate one run in a new numbered folder under runs/ (with --train-from: evaluate another run's
+    training under this config's evaluation settings)."""
     from conceptlab.experiments.resources import describe_limit
     from conceptlab.experiments.runner import check_runs_dir, find_unfinished_run, new_run_dir, prepare_run
 
     _check_threads(threads)
+    if train_from is not None and resume:
+        _fail("--resume continues an unfinished run; --train-from starts a new one from another run's training")
+    donor = _run_folder(train_from) if train_from is not None else None
     try:
         cfg = load_config(source, list(overrides or []))
         if runs_dir is not None:
@@ -157,6 +165,12 @@ def run(
         console.print(f"# memory: this run needs {prepared.memory.describe()}; it may use {describe_limit()}",
                       highlight=False, markup=False, soft_wrap=True)
         return
+    if donor is not None:
+        from conceptlab.experiments.training_reuse import donor_refusal
+
+        why = donor_refusal(cfg, donor)
+        if why is not None:
+            _fail(f"--train-from {shown(str(donor))}: cannot lend this run its training: {why}")
     run_dir = find_unfinished_run(Path(cfg.runs_dir), cfg) if resume else None
     if resume and run_dir is None:
         console.print("no unfinished run with this config: starting a new one")
@@ -164,6 +178,14 @@ def run(
         run_dir = run_dir or new_run_dir(Path(cfg.runs_dir), cfg.name)
     except OSError as err:
         _fail(f"cannot create a run folder under {cfg.runs_dir}: {err.strerror or err}", code=1)
+    if donor is not None:
+        from conceptlab.experiments.training_reuse import find_donor, seed_from
+
+        try:
+            seed_from(find_donor(cfg, [donor]), run_dir, cfg)
+        except OSError as err:
+            _fail(f"{run_dir}: cannot take the training of {donor}: {err.strerror or err}", code=1)
+        console.print(f"training of {donor} reused: evaluating its checkpoints", highlight=False, markup=False)
     _execute(cfg, run_dir, progress, prepared)
 
 

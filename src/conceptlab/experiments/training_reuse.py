@@ -51,30 +51,63 @@ def data_versions(cfg: RunConfig) -> range:
     return range(min(since, version), version + 1)
 
 
-def _trains_the_same(cfg: RunConfig, folder: RunFolder) -> Donor | None:
-    """`folder` as a donor for `cfg`'s training, or None: same training hash, made by the current training loop and a
-    study version with the current data, trained to the last step, and every scheduled checkpoint on disk."""
-    if not folder.config.is_file() or not folder.provenance.is_file():
-        return None
+def training_differences(cfg: RunConfig, other: RunConfig, limit: int = 5) -> list[str]:
+    """The dotted keys (at most `limit`) in which two configs' training sections differ (those `training_hash`
+    covers: data, model, diffusion and train, not `train.tensorboard`)."""
+    def flat(obj, prefix: str = "") -> dict[str, object]:
+        if isinstance(obj, dict):
+            out: dict[str, object] = {}
+            for key, value in obj.items():
+                out.update(flat(value, f"{prefix}{key}."))
+            return out
+        return {prefix[:-1]: obj}
+
+    sections = {"data", "model", "diffusion", "train"}
+    mine = flat(cfg.model_dump(mode="json", include=sections, exclude={"train": {"tensorboard"}}))
+    theirs = flat(other.model_dump(mode="json", include=sections, exclude={"train": {"tensorboard"}}))
+    return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k, "∅") != theirs.get(k, "∅"))[:limit]
+
+
+def donor_refusal(cfg: RunConfig, folder: Path) -> str | None:
+    """Why the run folder `folder` cannot lend `cfg` its training (one line), or None when it can: it must hold the
+    same training (same training hash), made by the current training loop and a study version with the current data,
+    trained to the last step, every scheduled checkpoint on disk and none pruned."""
+    run = RunFolder(folder)
+    if not run.config.is_file() or not run.provenance.is_file():
+        return "it is not a run folder with a provenance record (config.yaml and provenance.json)"
     try:
-        other = load_config(str(folder.config))
-        record = read_json(folder.provenance)
+        other = load_config(str(run.config))
+        record = read_json(run.provenance)
         if other.training_hash() != cfg.training_hash():
-            return None
+            keys = training_differences(cfg, other)
+            return "it trains differently" + (f" ({', '.join(keys)})" if keys else "")
         versions = record.get("versions") or {}
-        if versions.get("training") != TRAINING_VERSION or versions.get("study") not in data_versions(cfg):
-            return None
-        if folder.trained_step() < cfg.train.steps:
-            return None
-        pruned = set(read_json(folder.training).get("pruned", [])) if folder.training.is_file() else set()
-    except (ConfigError, OSError, ValueError, KeyError, TypeError, RecursionError):
-        return None  # an unreadable or foreign folder is no donor (it is not this function's to report)
+        if versions.get("training") != TRAINING_VERSION:
+            return f"training code version {versions.get('training')} trained it (this code: {TRAINING_VERSION})"
+        allowed = data_versions(cfg)
+        if versions.get("study") not in allowed:
+            return (f"study version {versions.get('study')} made it; this code's data are those of versions "
+                    f"{allowed.start}–{allowed.stop - 1}")
+        trained = run.trained_step()
+        if trained < cfg.train.steps:
+            return f"it has trained to step {trained} of {cfg.train.steps}"
+        pruned = read_json(run.training).get("pruned", []) if run.training.is_file() else []
+    except (ConfigError, OSError, ValueError, KeyError, TypeError, RecursionError) as err:
+        return f"it cannot be read ({type(err).__name__}: {str(err)[:200]})"
     if pruned:
+        return f"retention pruned its checkpoints of steps {sorted(pruned)[:5]}"
+    listed = {s for s, _ in run.list_checkpoints()}
+    missing = [s for s in checkpoint_schedule(cfg.train) if s not in listed]
+    if missing:
+        return f"its checkpoints of steps {missing[:5]} are missing"
+    return None
+
+
+def _trains_the_same(cfg: RunConfig, folder: RunFolder) -> Donor | None:
+    """`folder` as a donor for `cfg`'s training, or None (`donor_refusal` says why)."""
+    if donor_refusal(cfg, folder.root) is not None:
         return None
-    listed = {s for s, _ in folder.list_checkpoints()}
-    if any(s not in listed for s in checkpoint_schedule(cfg.train)):
-        return None
-    return Donor(folder.root, list(record.get("invocations") or []))
+    return Donor(folder.root, list(read_json(folder.provenance).get("invocations") or []))
 
 
 def find_donor(cfg: RunConfig, candidates: Iterable[Path], exclude: Path | None = None) -> Donor | None:

@@ -77,6 +77,22 @@ def test_a_run_with_a_different_training_gets_no_donor_and_a_trained_folder_is_n
     assert trained_in(root / "B") is None
 
 
+def test_run_train_from_evaluates_a_finished_run_and_refuses_another_training_naming_the_keys(three_runs, tmp_path):
+    a = three_runs["root"] / "A"
+    ok = CliRunner().invoke(app, ["run", "micro", *STEPS, "eval.samples_per_class=6", "--runs-dir", str(tmp_path),
+                                  "--train-from", str(a), "--no-progress"])
+    assert ok.exit_code == 0, ok.output
+    (made,) = [p for p in tmp_path.iterdir() if (p / "summary.json").is_file()]
+    summary = json.loads((made / "summary.json").read_text())
+    assert summary["provenance"]["trained_in"]["run_id"] == "A" and summary["seconds"]["train"] == 0.0
+    in_place = read_json(three_runs["root"] / "B" / "summary.json")  # the same config, trained in place
+    assert summary["learning_time"] == in_place["learning_time"]
+    refused = CliRunner().invoke(app, ["run", "micro", *STEPS, "train.train_seed=1", "--runs-dir",
+                                       str(tmp_path / "no"), "--train-from", str(a), "--no-progress"])
+    assert refused.exit_code == 2 and "trains differently (train.train_seed)" in " ".join(refused.output.split())
+    assert not (tmp_path / "no").exists() or not any((tmp_path / "no").glob("*/config.yaml"))
+
+
 def test_a_sweep_over_an_evaluation_key_trains_once(probe_cache, tmp_path):
     spec = tmp_path / "eval-axis.yaml"
     spec.write_text(yaml.safe_dump({

@@ -67,6 +67,27 @@ def test_no_donor_when_training_or_its_code_differ(tmp_path, why, kwargs):
     assert reuse_training(cfg, tmp_path / "B", [donor]) is None and not (tmp_path / "B").exists()
 
 
+def test_the_refusal_says_why_in_one_line(tmp_path):
+    from conceptlab.experiments.training_reuse import donor_refusal
+
+    cfg = load_config("micro", STEPS)
+    assert donor_refusal(cfg, _folder(tmp_path / "ok")) is None
+    cases = {
+        "trains differently (model.dropout, train.train_seed)": {"overrides": ["train.train_seed=3",
+                                                                               "model.dropout=0.1"]},
+        "it has trained to step 10 of 20": {"trained": 10},
+        "its checkpoints of steps [10] are missing": {"steps": (20,)},
+        "retention pruned its checkpoints of steps [10]": {"pruned": (10,)},
+        f"training code version {TRAINING_VERSION + 1} trained it": {
+            "versions": {"study": 3, "training": TRAINING_VERSION + 1}},
+        "study version 0 made it": {"versions": {"study": 0, "training": TRAINING_VERSION}},
+    }
+    for i, (message, kwargs) in enumerate(cases.items()):
+        why = donor_refusal(cfg, _folder(tmp_path / str(i), **kwargs))
+        assert why is not None and message in why and "\n" not in why, (message, why)
+    assert "not a run folder" in donor_refusal(cfg, tmp_path)
+
+
 def test_a_study_declares_since_which_version_its_data_are_the_same(tmp_path, monkeypatch):
     cfg = load_config("micro", STEPS)
     study = study_for(cfg.data.kind)
