@@ -462,11 +462,12 @@ def training_waves(tasks: list[RunTask], candidates: list[Path]) -> list[list[Ru
     for key, group in groups.items():
         ready = find_donor(group[0].config, by_hash.get(key, [])) is not None
         for task in group:
-            mine = Path(task.run_dir).resolve()
-            donors = [f for f in by_hash.get(key, []) if Path(f).resolve() != mine]
-            donors += [t.run_dir for t in group if t is not task and Path(t.run_dir).resolve() not in
-                       {Path(f).resolve() for f in donors}]
-            task = dataclasses.replace(task, donors=tuple(donors)) if len(group) > 1 or donors else task
+            seen, donors = {Path(task.run_dir).resolve()}, []
+            for folder in [*by_hash.get(key, []), *(t.run_dir for t in group)]:  # each folder once, never itself
+                if Path(folder).resolve() not in seen:
+                    seen.add(Path(folder).resolve())
+                    donors.append(Path(folder))
+            task = dataclasses.replace(task, donors=tuple(donors)) if donors else task
             if ready or key not in leaders:
                 leaders.add(key)
                 first.append(task)

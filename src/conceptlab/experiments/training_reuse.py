@@ -1,6 +1,7 @@
 """Training reuse: a run whose training another run already did is evaluated from that run's checkpoints.
 
-Two runs train the same weights when their configs agree on everything that determines training (the data, model,
+Two runs train the same weights (on one machine: a lender's weights are its machine's, and its record says which)
+when their configs agree on everything that determines training (the data, model,
 diffusion and train sections: `RunConfig.training_hash`) and the code that trains them is the same: the same
 training-loop version (`provenance.TRAINING_VERSION`) and a study version whose data-generating process is the current
 one (from the study's `data_since` to its `version`; a study bumps `version` for any change to its numbers, and
@@ -8,8 +9,8 @@ one (from the study's `data_since` to its `version`; a study bumps `version` for
 `eval.*` keys, or a rerun that changes how checkpoints are read. `find_donor` picks, among candidate run folders, one
 that has trained this run's training to its last step and kept every checkpoint; `seed_from` fills a fresh run folder
 with its training (checkpoints and training state hard-linked where the filesystem allows, else copied; the training
-log copied) and records where it came from in `training.json` (`trained_in`: the donor's folder, run id, and the
-invocations that trained it), which the run's summary repeats. The run driver then resumes that folder as any other:
+log copied) and records where it came from in `training.json` (`trained_in`: the donor's folder, run id, and its
+invocations, its training among them), which the run's summary repeats. The run driver then resumes that folder as any other:
 training is done, so it evaluates. The evaluation is the same as after training in place, because every measurement
 draws its randomness from its own seeds, not from the state training left behind (tested).
 """
@@ -111,8 +112,9 @@ def _trains_the_same(cfg: RunConfig, folder: RunFolder) -> Donor | None:
 
 
 def find_donor(cfg: RunConfig, candidates: Iterable[Path], exclude: Path | None = None) -> Donor | None:
-    """The first candidate run folder that has trained `cfg`'s training (see the module docstring), or None. A
-    folder that `trained_in` another names that other as its donor (the weights' own makers)."""
+    """The first candidate run folder (never `exclude`) that can lend `cfg` its training (`donor_refusal` is None),
+    or None. A candidate that itself evaluated a lent training lends it on; `seed_from` then names the run that
+    trained."""
     skip = Path(exclude).resolve() if exclude is not None else None
     for path in candidates:
         path = Path(path)
