@@ -222,9 +222,14 @@ def run_progress(run_dir: Path, live: bool = True) -> str:
         return text
     checkpoints = len(folder.list_checkpoints())
     measured = len(folder.measured_steps())
+    try:  # a run evaluating another run's training (experiments.training_reuse) says whose
+        lent = (read_json(folder.training).get("trained_in") or {}) if folder.training.is_file() else {}
+    except (OSError, ValueError, AttributeError):
+        lent = {}
+    what = f"evaluating (the training of {lent.get('run_id')})" if isinstance(lent, dict) and lent else "evaluating"
     if checkpoints and measured >= checkpoints:  # every checkpoint has a first measurement: the rest, then the summary
-        return f"evaluating: all {checkpoints} checkpoints begun, finishing their measurements and the summary"
-    text = f"evaluating: {measured}/{checkpoints} checkpoints measured"
+        return f"{what}: all {checkpoints} checkpoints begun, finishing their measurements and the summary"
+    text = f"{what}: {measured}/{checkpoints} checkpoints measured"
     gap = _measurement_gap(folder) if live else None
     if gap is not None and checkpoints > measured:
         text += _left_text((checkpoints - measured) * gap)

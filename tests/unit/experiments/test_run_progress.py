@@ -54,6 +54,13 @@ def test_evaluation_progress_once_trained(tmp_path):
     assert run_progress(run) == "evaluating: all 3 checkpoints begun, finishing their measurements and the summary"
 
 
+def test_evaluation_of_another_runs_training_says_whose(tmp_path):
+    run = _run(tmp_path, steps=3000, logged=3000, saved=3000, timings=(300.0,), checkpoints=(1000, 2000, 3000),
+               measured=(1000,))
+    (run / "training.json").write_text(json.dumps({"step": 3000, "trained_in": {"run_id": "abc123"}}))
+    assert run_progress(run) == "evaluating (the training of abc123): 1/3 checkpoints measured"
+
+
 def test_evaluation_time_left_at_the_rate_its_checkpoints_were_measured(tmp_path):
     import os
 
