@@ -28,7 +28,8 @@ from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.provenance import TRAINING_VERSION, analysis_versions
 from conceptlab.store.files import read_json, write_json, write_text
-from conceptlab.store.run_folder import FORMAT, INNER_FOLDERS, RunFolder
+from conceptlab.store.index import find_run_dirs, flatten
+from conceptlab.store.run_folder import FORMAT, RunFolder
 from conceptlab.studies import study_for
 from conceptlab.train.checkpoints import checkpoint_schedule, training_state_step
 
@@ -55,17 +56,9 @@ def data_versions(cfg: RunConfig) -> range:
 def training_differences(cfg: RunConfig, other: RunConfig, limit: int = 5) -> list[str]:
     """The dotted keys (at most `limit`) in which two configs' training sections differ (those `training_hash`
     covers: data, model, diffusion and train, not `train.tensorboard`)."""
-    def flat(obj, prefix: str = "") -> dict[str, object]:
-        if isinstance(obj, dict):
-            out: dict[str, object] = {}
-            for key, value in obj.items():
-                out.update(flat(value, f"{prefix}{key}."))
-            return out
-        return {prefix[:-1]: obj}
-
     sections = {"data", "model", "diffusion", "train"}
-    mine = flat(cfg.model_dump(mode="json", include=sections, exclude={"train": {"tensorboard"}}))
-    theirs = flat(other.model_dump(mode="json", include=sections, exclude={"train": {"tensorboard"}}))
+    mine = flatten(cfg.model_dump(mode="json", include=sections, exclude={"train": {"tensorboard"}}))
+    theirs = flatten(other.model_dump(mode="json", include=sections, exclude={"train": {"tensorboard"}}))
     return sorted(k for k in mine.keys() | theirs.keys() if mine.get(k, "∅") != theirs.get(k, "∅"))[:limit]
 
 
@@ -183,28 +176,14 @@ def reuse_training(cfg: RunConfig, run_dir: Path, candidates: Iterable[Path]) ->
     return seed_from(donor, run_dir, cfg) if donor is not None else None
 
 
-def run_folders_under(roots: Iterable[Path], depth: int = 3) -> list[Path]:
-    """Every run folder (a folder with a config.yaml) under each root, down to `depth` levels (a sweep root holds
-    its runs, a findings root `runs/<set>/<run id>`), by path; a run folder's own subfolders are not searched."""
+def run_folders_under(roots: Iterable[Path]) -> list[Path]:
+    """Every run folder under each root (`store.index.find_run_dirs`: a sweep root's runs, a findings root's
+    `runs/<set>/<run id>`, or the root itself when it is a run folder)."""
     found: list[Path] = []
-
-    def walk(folder: Path, left: int) -> None:
-        for child in sorted(folder.iterdir()):
-            if not child.is_dir() or child.name.startswith(".") or child.name in INNER_FOLDERS:
-                continue
-            if RunFolder(child).config.is_file():
-                found.append(child)
-            elif left > 1:
-                walk(child, left - 1)
-
     for root in roots:
-        root = Path(root)
-        if not root.is_dir():
+        if not Path(root).is_dir():
             raise ConfigError(f"--train-from {root}: no such folder")
-        if RunFolder(root).config.is_file():
-            found.append(root)
-        else:
-            walk(root, depth)
+        found.extend(find_run_dirs(Path(root)))
     return found
 
 
