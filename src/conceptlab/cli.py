@@ -160,17 +160,20 @@ def run(
         prepared = prepare_run(cfg)
     except (ConfigError, ValueError) as err:
         _fail(str(err))
-    if dry_run:
-        console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
-        console.print(f"# memory: this run needs {prepared.memory.describe()}; it may use {describe_limit()}",
-                      highlight=False, markup=False, soft_wrap=True)
-        return
     if donor is not None:
         from conceptlab.experiments.training_reuse import donor_refusal
 
         why = donor_refusal(cfg, donor)
         if why is not None:
             _fail(f"--train-from {shown(str(donor))}: cannot lend this run its training: {why}")
+    if dry_run:
+        console.print(config_to_yaml(cfg), end="", highlight=False, markup=False)
+        console.print(f"# memory: this run needs {prepared.memory.describe()}; it may use {describe_limit()}",
+                      highlight=False, markup=False, soft_wrap=True)
+        if donor is not None:
+            console.print(f"# training: lent by {donor} (this run would evaluate its checkpoints)",
+                          highlight=False, markup=False, soft_wrap=True)
+        return
     run_dir = find_unfinished_run(Path(cfg.runs_dir), cfg) if resume else None
     if resume and run_dir is None:
         console.print("no unfinished run with this config: starting a new one")

@@ -91,6 +91,14 @@ def test_run_train_from_evaluates_a_finished_run_and_refuses_another_training_na
                                        str(tmp_path / "no"), "--train-from", str(a), "--no-progress"])
     assert refused.exit_code == 2 and "trains differently (train.train_seed)" in " ".join(refused.output.split())
     assert not (tmp_path / "no").exists() or not any((tmp_path / "no").glob("*/config.yaml"))
+    # a dry run checks the lender too, and says which training the run would evaluate
+    dry_refused = CliRunner().invoke(app, ["run", "micro", *STEPS, "train.train_seed=1", "--runs-dir",
+                                           str(tmp_path / "dry"), "--train-from", str(a), "--dry-run"])
+    assert dry_refused.exit_code == 2 and "trains differently" in " ".join(dry_refused.output.split())
+    dry = CliRunner().invoke(app, ["run", "micro", *STEPS, "eval.samples_per_class=6", "--runs-dir",
+                                   str(tmp_path / "dry"), "--train-from", str(a), "--dry-run"])
+    assert dry.exit_code == 0 and "# training: lent by" in dry.output
+    assert not any((tmp_path / "dry").glob("*/config.yaml"))
 
 
 def test_a_sweep_over_an_evaluation_key_trains_once(probe_cache, tmp_path):
