@@ -674,18 +674,21 @@ def _print_unfinished(p) -> None:
 
 
 def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None, reuse: bool = True,
-                     workers: Optional[int] = None, local: bool = True) -> None:
+                     workers: Optional[int] = None, local: bool = True,
+                     train_from: Optional[list[Path]] = None) -> None:
     """What the runs still to do will cost, from the finished runs of the same sets (here or recorded in `record`;
     without it, timed by the records committed in the repository): a measured time per run and the machines that
     measured it, never a guess for a set no run has finished, and the wall time on `workers` local workers. With
-    `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later."""
+    `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later. A
+    run that will evaluate a training another run lends (`train_from`, or a run of the plan) is priced without
+    training."""
     import os
 
     from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
 
     timing = shipped_records() if record is None else None  # times only: without --record nothing is reused
-    costs = run_costs(p, record, seeds, reuse, timing=timing)
-    if timing is not None and any(c.pending and c.median_seconds is not None for c in costs.values()):
+    costs = run_costs(p, record, seeds, reuse, timing=timing, train_from=train_from)
+    if timing is not None and any(c.pending and c.durations() for c in costs.values()):
         console.print(f"(run times from the records committed in {timing}; they are not reused without --record "
                       f"{timing})", markup=False)
     for name, c in costs.items():
@@ -694,10 +697,9 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
             console.print(f"{name}: {c.pending} to run{later}; {c.describe()}", markup=False)
         elif later:
             console.print(f"{name}: none to run now{later}", markup=False)
-    timed = [c for c in costs.values() if c.pending and c.median_seconds is not None]
-    if timed:
-        untimed = sum(c.pending for c in costs.values() if c.median_seconds is None)
-        durations = [c.median_seconds for c in timed for _ in range(c.pending)]
+    durations = [d for c in costs.values() if c.pending for d in c.durations()]
+    if durations:
+        untimed = sum(c.pending - len(c.durations()) for c in costs.values())
         pool = workers or os.cpu_count() or 1
         wall = (f": about {wall_seconds(durations, pool) / 3600:.1f} h of wall time on {pool} worker"
                 f"{'s' if pool != 1 else ''} (one run each at a time, on a machine like those that timed them)"
@@ -855,7 +857,8 @@ def findings(
     for name, why in p.skipped.items():
         console.print(f"not run: {name} ({why})", markup=False)
     if not evaluate_only:  # --no-reuse runs everything in a new folder: records time it but do not shorten it
-        _print_run_costs(p, record, chosen_seeds, reuse, workers, local=executor == "local")
+        _print_run_costs(p, record, chosen_seeds, reuse, workers, local=executor == "local",
+                         train_from=list(train_from or []))
     if dry_run:
         return
     if adopt and reuse:  # runs made elsewhere under the same run ids (config and analysis versions)

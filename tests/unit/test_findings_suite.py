@@ -976,3 +976,27 @@ def test_runs_made_outside_the_suite_are_adopted_by_run_id(tmp_path):
     refused = CliRunner().invoke(app, ["findings", "--suite", path, "--root", str(tmp_path / "cli"), "--no-reuse",
                                        "--adopt", str(tmp_path / "elsewhere"), "--dry-run"])
     assert refused.exit_code == 2 and "use one or the other" in refused.output
+
+
+def test_run_costs_price_a_run_that_will_evaluate_another_runs_training_without_its_training(tmp_path):
+    """b differs from a only in its evaluation (eval.samples_per_class): of each pending seed's pair, run_plan
+    trains one and the other evaluates its checkpoints, so the cost lines price the second at the timed runs' time
+    outside training; with --no-reuse (reuse=False) every run trains and is priced whole."""
+    from conceptlab.experiments.findings import run_costs
+
+    p = plan(load_suite(_write(tmp_path, _suite(runs__b__overrides=["train.steps=20", "eval.samples_per_class=6"]))),
+             None, "full", tmp_path / "o")
+    assert p.sets["a"].sweep.runs[1].config.training_hash() == p.sets["b"].sweep.runs[1].config.training_hash()
+    _fake_runs(p, {"a": {100: {"seconds": {"total": 100.0, "train": 80.0}}},
+                   "b": {100: {"seconds": {"total": 30.0, "train": 0.0},
+                               "provenance": {"cpu": "test CPU", "trained_in": {"run_id": "x"}}}}})
+    costs = run_costs(p)
+    # seeds 101 and 102: a's run trains (listed first), b's borrows; seed 100 is done in both sets
+    assert (costs["a"].pending, costs["a"].borrowing, costs["b"].pending, costs["b"].borrowing) == (2, 0, 2, 2)
+    assert costs["a"].durations() == [100.0, 100.0] and costs["a"].median_eval_seconds == 20.0
+    assert costs["b"].median_seconds is None and costs["b"].median_eval_seconds == 30.0
+    assert costs["b"].durations() == [30.0, 30.0]
+    assert "2 of them evaluate another run's training: 0.5 min each outside training" in costs["b"].describe()
+    fresh = run_costs(p, reuse=False)
+    assert fresh["b"].borrowing == 0 and fresh["b"].durations() == []  # b has no run that trained to time it by
+    assert run_costs(p, seeds={101})["b"].borrowing == 1

@@ -32,7 +32,8 @@ from conceptlab.experiments.findings_spec import (
     setup_of,
 )
 from conceptlab.experiments.sweep import (
-    Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_waves, write_manifest,
+    Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_plan, training_waves,
+    write_manifest,
 )
 from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -339,19 +340,32 @@ class RunCost:
     pending: int
     deferred: int = 0  # runs to go of report seeds not chosen now (`--seeds`): left for a later invocation
     other_precision: str | None = None  # the precision the runs to go will use, when no finished run used it
+    borrowing: int = 0  # of the pending runs, those that will evaluate a training another run trains or trained
+    median_eval_seconds: float | None = None  # the median of the timed runs' time outside training
 
     def describe(self) -> str:
-        if self.median_seconds is None:
-            return "no finished run to time"
-        text = f"{self.median_seconds / 60:.1f} min a run (median of {self.runs}; {'; '.join(self.machines)})"
+        parts = ["no finished run to time" if self.median_seconds is None else
+                 f"{self.median_seconds / 60:.1f} min a run (median of {self.runs}; {'; '.join(self.machines)})"]
+        if self.borrowing:
+            parts.append(f"{self.borrowing} of them evaluate another run's training"
+                         + ("" if self.median_eval_seconds is None else
+                            f": {self.median_eval_seconds / 60:.1f} min each outside training"))
         if self.other_precision:
-            text += f"; none timed at {self.other_precision}, which these runs will use here"
-        return text
+            parts.append(f"none timed at {self.other_precision}, which these runs will use here")
+        return "; ".join(parts)
+
+    def durations(self) -> list[float]:
+        """The predicted time of each pending run that can be timed: a full run's median, or for one that borrows
+        its training the median time outside training; a run with nothing to time it by is left out."""
+        borrowed = min(self.borrowing, self.pending)
+        full = [self.median_seconds] * (self.pending - borrowed) if self.median_seconds is not None else []
+        evaluated = [self.median_eval_seconds] * borrowed if self.median_eval_seconds is not None else []
+        return full + evaluated
 
 
 def run_costs(p: Plan, records: Path | str | None = None,
               seeds: Collection[int] | None = None, reuse: bool = True,
-              timing: Path | str | None = None) -> dict[str, RunCost]:
+              timing: Path | str | None = None, train_from: list[Path] | None = None) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
     `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
     `run_plan` would: not finished in its folder, not recorded (with `records`, in any set: `recorded_runs`), and no
@@ -362,7 +376,10 @@ def run_costs(p: Plan, records: Path | str | None = None,
     else fp32) time it when there are any — on one CPU the two differ about twofold — else all of them, and the cost
     says so. With `reuse=False` (`--no-reuse`: every run fresh) the records still time the runs but none counts as
     done. `timing`: another records folder read for the times only (e.g. the repository's committed `results/`
-    when no `--record` is given): its runs time a set, and none counts as done."""
+    when no `--record` is given): its runs time a set, and none counts as done. With `reuse`, a run to go that will
+    evaluate a training another run lends (a finished run of the plan, one under the `train_from` roots, or the
+    first run to go of its training: `sweep.training_plan`, as `run_plan` runs them) is priced at the timed runs'
+    time outside training (`borrowing`)."""
     sets = [s for s in p.sets.values() if s.sweep is not None]
     kept = {s.name: [Path(r) / "runs" / s.name for r in (records, timing) if r is not None] for s in sets}
     recorded = set(recorded_runs(records)) if records is not None and reuse else set()  # any set's record
@@ -370,28 +387,43 @@ def run_costs(p: Plan, records: Path | str | None = None,
             if is_complete(r.directory(s.sweep.root)) or r.run_id in recorded}
     counted: set[str] = set()
     out: dict[str, RunCost] = {}
+    tasks: list[RunTask] = []
     for s in sets:
         found: dict[str, dict[str, Any]] = {}
         for base in [s.sweep.root, *kept[s.name]]:
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name.startswith("."):  # a copy or record left half-made by a crash
                     continue
-                if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0 \
-                        and not (data.get("provenance") or {}).get("trained_in"):  # its time has no training
+                if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
                     found[summary.parent.name] = data
         to_go = {r.run_id: int(r.config.train.train_seed) for r in s.sweep.runs
                  if r.run_id not in done and r.run_id not in counted}
         to_run = {i for i, seed in to_go.items() if seeds is None or seed in seeds}
+        tasks += [RunTask(r.run_id, r.directory(s.sweep.root), r.config) for r in s.sweep.runs if r.run_id in to_run]
         counted |= set(to_go)  # a twin left for later is counted once too
         here = _precision_here(s.sweep.runs[0].config) if s.sweep.runs else None  # a set's runs share their precision
         alike = [d for d in found.values() if precision_of(d) == here]
         timed = alike or list(found.values())  # bf16 and fp32 runs differ by ~2× on one CPU: never mixed if avoidable
-        times = [run_seconds(d) for d in timed]
+        trained = [d for d in timed if not (d.get("provenance") or {}).get("trained_in")]  # the others: no training
+        times = [run_seconds(d) for d in trained]
+        evaluations = [run_seconds(d) - train_seconds(d) for d in timed]
         machines = sorted({f"{machine_of(d)}, {precision_of(d)}, {d.get('threads', '?')} thread"
-                           + ("s" if d.get("threads") != 1 else "") for d in timed})
-        out[s.name] = RunCost(len(timed), statistics.median(times) if times else None, machines, len(to_run),
-                              len(to_go) - len(to_run), None if alike or not found or here is None else here)
+                           + ("s" if d.get("threads") != 1 else "") for d in trained})
+        out[s.name] = RunCost(len(trained), statistics.median(times) if times else None, machines, len(to_run),
+                              len(to_go) - len(to_run), None if alike or not found or here is None else here,
+                              median_eval_seconds=statistics.median(evaluations) if evaluations else None)
+    if reuse and tasks:
+        candidates = [r.directory(s.sweep.root) for s in sets for r in s.sweep.runs]
+        _, borrowers = training_plan(tasks, candidates + run_folders_under(train_from or []))
+        for s in sets:
+            out[s.name].borrowing = sum(r.directory(s.sweep.root) in borrowers for r in s.sweep.runs)
     return out
+
+
+def train_seconds(summary: dict[str, Any]) -> float:
+    """The time a finished run spent training, every invocation of it summed (0 for one that evaluated another
+    run's training)."""
+    return float((summary.get("seconds_all_invocations") or summary.get("seconds") or {}).get("train", 0) or 0)
 
 
 def wall_seconds(durations: Collection[float], workers: int) -> float:

@@ -446,6 +446,13 @@ def training_waves(tasks: list[RunTask], candidates: list[Path]) -> list[list[Ru
     donors the candidate folders and the other tasks' folders of its training (`training_reuse` checks each when the
     run starts); the first task of a training no candidate has finished runs in the first wave, the others of it in
     the second, once the first has trained. Without such sharing there is one wave."""
+    return training_plan(tasks, candidates)[0]
+
+
+def training_plan(tasks: list[RunTask], candidates: list[Path]) -> tuple[list[list[RunTask]], set[Path]]:
+    """`training_waves`, and the run folders of the tasks that will evaluate a training another run trained (a
+    candidate that can lend it now, or the first task of their training, once it has trained): what a cost
+    prediction prices without training."""
     by_hash: dict[str, list[Path]] = {}
     for folder in candidates:
         try:
@@ -455,6 +462,7 @@ def training_waves(tasks: list[RunTask], candidates: list[Path]) -> list[list[Ru
         by_hash.setdefault(key, []).append(Path(folder))
     first: list[RunTask] = []
     later: list[RunTask] = []
+    borrowers: set[Path] = set()
     leaders: set[str] = set()
     groups: dict[str, list[RunTask]] = {}
     for task in tasks:
@@ -468,12 +476,15 @@ def training_waves(tasks: list[RunTask], candidates: list[Path]) -> list[list[Ru
                     seen.add(Path(folder).resolve())
                     donors.append(Path(folder))
             task = dataclasses.replace(task, donors=tuple(donors)) if donors else task
-            if ready or key not in leaders:
+            trains = not ready and key not in leaders  # the first of a training no candidate can lend yet
+            if ready or trains:
                 leaders.add(key)
                 first.append(task)
             else:
                 later.append(task)
-    return [wave for wave in (first, later) if wave]
+            if not trains:
+                borrowers.add(Path(task.run_dir))
+    return [wave for wave in (first, later) if wave], borrowers
 
 
 def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train_from: list[Path] | None = None,

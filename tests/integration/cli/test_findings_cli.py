@@ -76,6 +76,15 @@ def test_train_from_evaluates_a_finished_training_again_with_another_evaluation(
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite, sort_keys=False))
     out = tmp_path / "out"
+    # the cost lines foresee it: every run to go evaluates a training the root lends, none trains
+    planned = runner.invoke(app, ["findings", "--suite", str(path), "--root", str(out), "--dry-run",
+                                  "--train-from", str(micro_findings["out"])])
+    assert planned.exit_code == 0, planned.output
+    text = " ".join(planned.output.split())
+    assert text.count(" to run;") == 2 and text.count("2 to run;") == 2, planned.output
+    assert text.count("2 of them evaluate another run's training") == 2, planned.output
+    alone = runner.invoke(app, ["findings", "--suite", str(path), "--root", str(out), "--dry-run"])
+    assert alone.exit_code == 0 and "another run's training" not in alone.output  # no lender: every run trains
     result = runner.invoke(app, ["findings", "--suite", str(path), "--root", str(out), "--workers", "1",
                                  "--threads", "1", "--no-progress", "--train-from", str(micro_findings["out"])])
     assert result.exit_code == 0, result.output
