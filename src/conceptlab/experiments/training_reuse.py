@@ -66,12 +66,22 @@ def donor_refusal(cfg: RunConfig, folder: Path) -> str | None:
     """Why the run folder `folder` cannot lend `cfg` its training (one line), or None when it can: it must hold the
     same training (same training hash), made by the current training loop and a study version with the current data,
     trained to the last step, every scheduled checkpoint on disk and none pruned."""
-    run = RunFolder(folder)
+    return _examine(cfg, folder)[0]
+
+
+def _examine(cfg: RunConfig, folder: Path) -> tuple[str | None, dict]:
+    """`donor_refusal`'s reason, and the folder's provenance record as read for it ({} when unread)."""
+    record: dict = {}
+    why = _refusal(cfg, RunFolder(folder), record)
+    return why, record
+
+
+def _refusal(cfg: RunConfig, run: RunFolder, record: dict) -> str | None:
     if not run.config.is_file() or not run.provenance.is_file():
         return "it is not a run folder with a provenance record (config.yaml and provenance.json)"
     try:
         other = load_config(str(run.config))
-        record = read_json(run.provenance)
+        record.update(read_json(run.provenance))
         if other.training_hash() != cfg.training_hash():
             keys = training_differences(cfg, other)
             return "it trains differently" + (f" ({', '.join(keys)})" if keys else "")
@@ -99,9 +109,10 @@ def donor_refusal(cfg: RunConfig, folder: Path) -> str | None:
 
 def _trains_the_same(cfg: RunConfig, folder: RunFolder) -> Donor | None:
     """`folder` as a donor for `cfg`'s training, or None (`donor_refusal` says why)."""
-    if donor_refusal(cfg, folder.root) is not None:
+    why, record = _examine(cfg, folder.root)
+    if why is not None:
         return None
-    return Donor(folder.root, list(read_json(folder.provenance).get("invocations") or []))
+    return Donor(folder.root, list(record.get("invocations") or []))
 
 
 def find_donor(cfg: RunConfig, candidates: Iterable[Path], exclude: Path | None = None) -> Donor | None:
