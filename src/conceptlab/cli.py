@@ -1098,7 +1098,9 @@ def sweep(
     executor: Optional[str] = typer.Option(None, help="local | slurm (default: the spec's executor.kind)"),
     workers: Optional[int] = typer.Option(None, help="local: worker processes (default: spec, else CPU cores)"),
     root: Optional[Path] = typer.Option(None, help="sweep folder (default: spec root, else RUNS_DIR/SWEEP_NAME)"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print the manifest (run ids and axis values) and exit"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the manifest (run ids, axis values, and whether "
+                                 "each run trains, is complete, or is borrowed: evaluates another run's training) "
+                                 "and exit"),
     wait: bool = typer.Option(True, help="slurm: wait for the job array to finish"),
     slurm: Optional[list[str]] = typer.Option(
         None, "--slurm", help="slurm option key=value overriding the spec (partition, time_min, gpus_per_task, "
@@ -1140,7 +1142,11 @@ def sweep(
     if dry_run:
         import pandas as pd
 
-        _print_frame(pd.DataFrame([{"run_id": r.run_id, **r.values} for r in plan.runs]))
+        from conceptlab.experiments.sweep import training_roles
+
+        roles = training_roles(plan, list(train_from or []), reuse_training)
+        _print_frame(pd.DataFrame([{"run_id": r.run_id, **r.values, "training": roles[r.run_id]}
+                                   for r in plan.runs]))
         console.print(f"{len(plan.runs)} runs → {plan.root}", markup=False)
         return
     try:

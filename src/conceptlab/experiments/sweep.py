@@ -517,6 +517,22 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
     }
 
 
+def training_roles(sweep: Sweep, train_from: list[Path] | None = None, reuse_training: bool = True) -> dict[str, str]:
+    """Run id → what `run_sweep` would do about its training now: "complete" (nothing to run), "trains", or
+    "borrowed" (it evaluates another run's training: a finished run of the sweep or under `train_from` lends it, or
+    an earlier run of the sweep trains it first: `training_plan`). For a dry run."""
+    todo = pending_runs(sweep)
+    roles = {r.run_id: "complete" for r in sweep.runs}
+    roles.update({r.run_id: "trains" for r in todo})
+    if reuse_training and todo:
+        tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
+        candidates = [r.directory(sweep.root) for r in sweep.runs] + run_folders_under(train_from or [])
+        _, borrowers = training_plan(tasks, candidates)
+        roles.update({r.run_id: "borrowed" for r in todo
+                      if r.directory(sweep.root) in borrowers})
+    return roles
+
+
 def sweep_status(root: Path) -> list[dict[str, Any]]:
     """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), how far an
     unfinished run got (`executors.run_progress`: its training step and the time left, or its evaluation), last

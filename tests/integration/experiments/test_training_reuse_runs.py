@@ -109,6 +109,9 @@ def test_a_sweep_over_an_evaluation_key_trains_once(probe_cache, tmp_path):
         "executor": {"kind": "local", "workers": 2, "threads": 1},
     }))
     root = tmp_path / "sweep"
+    planned = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(root), "--dry-run"])
+    assert planned.exit_code == 0, planned.output  # the dry run says which run trains and which borrows
+    assert planned.output.count("trains") == 1 and planned.output.count("borrowed") == 1, planned.output
     result = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(root), "--no-progress"])
     assert result.exit_code == 0, result.output
     assert "2 done now (1 of them evaluating another run's training)" in " ".join(result.output.split())
@@ -119,6 +122,13 @@ def test_a_sweep_over_an_evaluation_key_trains_once(probe_cache, tmp_path):
     assert trained_in(evaluators[0])["run_id"] == trainers[0].name
     assert "training reused from" in (evaluators[0] / "run.log").read_text()
     # a second root evaluates both trainings' one checkpoint set through --train-from, training nothing
+    lent = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(tmp_path / "third"), "--dry-run",
+                                    "--train-from", str(root)])
+    assert lent.output.count("borrowed") == 2 and "trains" not in lent.output, lent.output
+    alone = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(tmp_path / "third"), "--dry-run",
+                                     "--no-reuse-training"])
+    assert alone.output.count("trains") == 2 and "borrowed" not in alone.output, alone.output
+    assert "complete" in CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(root), "--dry-run"]).output
     third = CliRunner().invoke(app, ["sweep", "run", str(spec), "--root", str(tmp_path / "third"), "--no-progress",
                                      "--train-from", str(root)])
     assert third.exit_code == 0, third.output
