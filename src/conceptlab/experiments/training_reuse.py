@@ -140,26 +140,32 @@ def seed_from(donor: Donor, run_dir: Path, cfg: RunConfig) -> dict:
     """Fill the fresh run folder `run_dir` (its config already written or not) with `donor`'s training; returns the
     `trained_in` record written into its `training.json`. Refuses (ValueError) a folder that has trained anything.
     Files are hard links where the filesystem allows (every store write replaces a file, never edits it in place, so
-    a link never changes under the other run), copies otherwise."""
+    a link never changes under the other run), copies otherwise.
+
+    The order makes a crash safe: checkpoints first, then `training.json` with `trained_in`, the training state last.
+    Interrupted before the record, the folder holds no training state or record, so the run driver trains it in place
+    from step 0 (replacing the linked checkpoints as it goes); after it, the record says training is done and where
+    it was done, whether or not the state was linked."""
     run, source = RunFolder(run_dir), RunFolder(donor.folder)
     if not is_fresh(run_dir):
         raise ValueError(f"{run_dir} has training of its own; training is reused only into a fresh run folder")
+    source_record = read_json(source.training) if source.training.is_file() else {}
+    step = (training_state_step(source.train_state) if source.train_state.is_file()
+            else int(source_record.get("step", 0)))
+    if step < cfg.train.steps:
+        raise ValueError(f"{donor.folder} has trained to step {step}, not {cfg.train.steps}")
+    origin = source_record.get(TRAINED_IN)  # the donor reused its training too: name the run that trained
+    trained_in = origin or {"folder": str(donor.folder.resolve()), "run_id": donor.folder.name,
+                            "invocations": donor.invocations}
     run.checkpoints.mkdir(parents=True, exist_ok=True)
     for _, path in source.list_checkpoints():
         _link_or_copy(path, run.checkpoints / path.name)
         _link_or_copy(path.with_suffix(".json"), run.checkpoints / path.with_suffix(".json").name)
-    if source.train_state.is_file():
-        _link_or_copy(source.train_state, run.train_state)
     if source.train_log.is_file():
         shutil.copy2(source.train_log, run.train_log)  # the run driver rewrites its log: a copy, not a link
-    source_record = read_json(source.training) if source.training.is_file() else {}
-    origin = source_record.get(TRAINED_IN)  # the donor reused its training too: name the run that trained
-    trained_in = origin or {"folder": str(donor.folder.resolve()), "run_id": donor.folder.name,
-                            "invocations": donor.invocations}
-    step = training_state_step(run.train_state) if run.train_state.is_file() else int(source_record.get("step", 0))
-    if step < cfg.train.steps:
-        raise ValueError(f"{donor.folder} has trained to step {step}, not {cfg.train.steps}")
     write_json(run.training, {"step": step, "finished": time.strftime("%Y-%m-%dT%H:%M:%S"), TRAINED_IN: trained_in})
+    if source.train_state.is_file():
+        _link_or_copy(source.train_state, run.train_state)
     if not run.config.is_file():  # the folder says what it is from now on, as the run driver's would
         write_text(run.config, config_to_yaml(cfg))
     if not run.provenance.is_file():  # the folder's format: the run driver adds this invocation to it

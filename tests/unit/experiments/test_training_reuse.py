@@ -162,3 +162,36 @@ def test_a_sweep_without_reuse_runs_every_run_in_one_wave_without_donors(tmp_pat
     seen.clear()
     run_sweep(sweep, Recorder(), progress=False)  # with reuse: the shared training first, then its other run
     assert [len(w) for w in seen] == [1, 1] and seen[1][0].donors == (seen[0][0].run_dir,)
+
+
+@pytest.mark.parametrize("crash_at", ["checkpoint", "state"])
+def test_a_seeding_a_crash_interrupts_leaves_a_folder_that_retrains_or_says_where_its_training_was_done(
+        tmp_path, monkeypatch, crash_at):
+    """Killed while linking a checkpoint, the folder has no training record and no state: the run driver trains it in
+    place from step 0. Killed while linking the training state, the record is already written: training is done
+    and `trained_in` names the lender (never a borrowed training that claims to have been trained in place)."""
+    import torch
+
+    from conceptlab.train.checkpoints import save_training_state
+
+    donor = _folder(tmp_path / "A")
+    save_training_state(RunFolder(donor).train_state, {"w": torch.zeros(1)}, {"step": 20})
+    real = training_reuse._link_or_copy
+
+    def link(source, dest):
+        if (crash_at == "state") == (Path(source).name == RunFolder(donor).train_state.name):
+            raise KeyboardInterrupt  # the process dies here
+        real(source, dest)
+
+    monkeypatch.setattr(training_reuse, "_link_or_copy", link)
+    cfg = load_config("micro", STEPS + ["eval.samples_per_class=6"])
+    with pytest.raises(KeyboardInterrupt):
+        reuse_training(cfg, tmp_path / "B", [donor])
+    run = RunFolder(tmp_path / "B")
+    if crash_at == "checkpoint":
+        assert not run.training.exists() and not run.train_state.exists() and run.trained_step() == 0
+        assert training_reuse.trained_in(run.root) is None
+    else:
+        assert run.trained_step() == 20 and not run.train_state.exists()
+        assert training_reuse.trained_in(run.root)["folder"] == str(donor.resolve())
+        assert [s for s, _ in run.list_checkpoints()] == [10, 20]
