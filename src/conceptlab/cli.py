@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from typer.core import TyperGroup
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config, preset_description, preset_names
 from conceptlab.messages import one_line, shown
@@ -849,11 +849,13 @@ def findings(
         _fail(f"--record {record} is the findings root itself; name another folder (e.g. results)")
     if evaluate_only and not reuse:
         _fail("--evaluate-only reads finished runs: it cannot be combined with --no-reuse")
-    table = Table("run set", "runs", "seeds", "folder", box=None)
+    table = Table(Column("run set", no_wrap=True, min_width=max((len(n) for n in p.sets), default=7)), "runs",
+                  "seeds", box=None)
     for s in p.sets.values():
         table.add_row(s.name, "analytic" if s.sweep is None else str(len(s.sweep.runs)),
-                      ", ".join(map(str, s.seeds)), str(s.root))
+                      ", ".join(map(str, s.seeds)))
     console.print(table)
+    console.print(f"each run set's folder: {out / runs_folder}/<run set>", markup=False, soft_wrap=True)
     for name, why in p.skipped.items():
         console.print(f"not run: {name} ({why})", markup=False)
     if not evaluate_only:  # --no-reuse runs everything in a new folder: records time it but do not shorten it
