@@ -67,6 +67,12 @@ def test_matched_naive_score_is_the_best_of_as_many_naive_streams_as_the_interve
     assert matched_naive_score(runs, "cfg", before={"intervention": "over_prompting", "reaches": 0.5}) == {100: 0.3}
     assert matched_naive_score(runs, "cfg", before={"intervention": "over_prompting", "reaches": 0.1}) == {
         100: NOT_MEASURED}  # it scores 0.1 already at the first checkpoint: no checkpoint before
+    # window: the median over the last checkpoints of the matched score (0.3 at 100, 0.6 at 200)
+    assert matched_naive_score(runs, "cfg", window=2) == {100: pytest.approx(0.45)}
+    assert matched_naive_score(runs, "cfg", window=1) == {100: 0.6}
+    assert matched_naive_score(runs, "cfg", window=3) == {100: NOT_MEASURED}  # the run has two checkpoints
+    with pytest.raises(ValueError, match="window reads the last checkpoints"):
+        matched_naive_score(runs, "cfg", step="first", window=2)
     empty = tmp_path / "empty"
     empty.mkdir()
     assert matched_naive_score([RunRecord("e", 101, {}, {}, empty)], "cfg") == {101: NOT_MEASURED}

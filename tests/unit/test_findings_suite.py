@@ -391,6 +391,41 @@ def test_a_step_rule_reads_the_last_checkpoint_before_another_quantity_reaches_i
     assert [s["value"] for s in beats["seeds"]] == [0.2, 0.2, 0.2]  # cfg's score at step 200
 
 
+def test_a_step_window_reads_the_median_of_the_last_checkpoints(tmp_path):
+    """`step: {last: 3}`: the median of the last three checkpoints' values, so one checkpoint's swing (0.05 at the
+    last step here) does not decide the reading alone; fewer checkpoints than the window, or a missing value in it:
+    not measured; several rows a checkpoint: a clear error."""
+    import pandas as pd
+
+    data = _suite()
+    data["findings"][0]["criteria"][0]["value"] = {
+        "runs": "a", "table": "emergence", "column": "score", "where": {"intervention": "naive"},
+        "step": {"last": 3}}
+    data["findings"][0]["criteria"][0]["control"] = {"runs": "b", "table": "emergence", "column": "score",
+                                                     "where": {"intervention": "naive"}, "step": "last"}
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {s: _acc(0.9, 200, 300) for s in (100, 101, 102)},
+                   "b": {s: _acc(0.5, 1, 1) for s in (100, 101, 102)}})
+    series = {100: [0.1, 0.8, 0.9, 0.7, 0.05], 101: [0.2, 0.3], 102: [0.1, 0.8, 0.9, None, 0.6]}
+    for name in ("a", "b"):  # the same tables in both sets: the control reads the last checkpoint alone
+        for r in p.sets[name].sweep.runs:
+            scores = series[r.config.train.train_seed]
+            pd.DataFrame({"step": [100 * (i + 1) for i in range(len(scores))], "intervention": "naive",
+                          "target": "11", "score": scores}).to_parquet(r.directory(p.sets[name].sweep.root)
+                                                                       / "emergence.parquet")
+    crit = evaluate_suite(p)["findings"][0]["criteria"][0]
+    assert [(s["seed"], s["value"], s["control"]) for s in crit["seeds"]] == [(100, 0.7, 0.05), (101, None, 0.3),
+                                                                               (102, None, 0.6)]
+    doubled = p.sets["a"].sweep.runs[0].directory(p.sets["a"].sweep.root) / "emergence.parquet"
+    frame = pd.read_parquet(doubled)
+    pd.concat([frame, frame]).to_parquet(doubled)
+    with pytest.raises(ConfigError, match="narrow where to one row a checkpoint"):
+        evaluate_suite(p)
+    data["findings"][0]["criteria"][0]["value"]["step"] = {"last": 0}
+    with pytest.raises(ConfigError):
+        load_suite(_write(tmp_path, data))
+
+
 def test_seeds_runs_only_those_report_seeds_defers_the_rest_and_refuses_unknown_ones(tmp_path):
     from types import SimpleNamespace
 

@@ -129,16 +129,20 @@ def _run_table(r, name: str) -> pd.DataFrame | None:
 
 
 def matched_naive_score(runs: list, intervention: str, target: str = "11", step: Any = "last",
-                        before: dict[str, Any] | None = None) -> dict[int, Any]:
+                        before: dict[str, Any] | None = None, window: int | None = None) -> dict[int, Any]:
     """Per seed: the best naive score over noise streams 0..k−1 at one checkpoint, k the number of variants
     `intervention` has there (its bias-matched naive baseline: each of its variants is paired with a naive batch on
     the same noise stream). The checkpoint is `step` ("last", "first" or a step) or, with `before` = {intervention,
     reaches}, the last checkpoint before that intervention's best variant first scores `reaches` (none when it
-    does at the first checkpoint: not measured). Not measured too when the run lacks the interventions table or
-    the naive batches of some stream (a run evaluated without `matched_naive`)."""
+    does at the first checkpoint: not measured). With `window` = n: the median of that score over the last n
+    checkpoints (as a criterion's `step: {last: n}` reads its value), not measured when the run has fewer. Not
+    measured too when the run lacks the interventions table or the naive batches of some stream (a run evaluated
+    without `matched_naive`)."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.experiments.findings import step_before
 
+    if window is not None and (before is not None or step != "last" or int(window) < 1):
+        raise ValueError("matched_naive_score: window reads the last checkpoints (step: last, no before, window ≥ 1)")
     out: dict[int, Any] = {}
     for r in runs:
         table = _run_table(r, "interventions")
@@ -146,23 +150,27 @@ def matched_naive_score(runs: list, intervention: str, target: str = "11", step:
             out[r.seed] = NOT_MEASURED
             continue
         table = table[table["target"].astype(str) == str(target)]
+        steps = sorted(table["step"].unique())
         if before is not None:
             rule = table[table["intervention"] == before["intervention"]]
-            at = step_before(rule, "score", float(before["reaches"]))
+            at = [step_before(rule, "score", float(before["reaches"]))]
+        elif window is not None:
+            at = steps[-int(window):] if len(steps) >= int(window) else [None]
         else:
-            steps = sorted(table["step"].unique())
-            at = (steps[0] if step == "first" else steps[-1] if step == "last" else step) if steps else None
-        if at is None:
-            out[r.seed] = NOT_MEASURED
-            continue
-        here = table[table["step"] == at]
-        k = here.loc[here["intervention"] == intervention, "variant"].nunique()
-        naive = here[here["intervention"].isin(["naive", "naive_repeats"]) & (here["stream"] < k)]
-        if k == 0 or naive["stream"].nunique() < k:
-            out[r.seed] = NOT_MEASURED
-            continue
-        out[r.seed] = float(naive["score"].max())
+            at = [(steps[0] if step == "first" else steps[-1] if step == "last" else step) if steps else None]
+        scores = [None if s is None else _matched_naive_at(table[table["step"] == s], intervention) for s in at]
+        out[r.seed] = NOT_MEASURED if any(v is None for v in scores) else float(np.median(scores))
     return out
+
+
+def _matched_naive_at(here: pd.DataFrame, intervention: str) -> float | None:
+    """The best naive score over the noise streams `intervention`'s variants use, at one checkpoint's rows; None
+    when the intervention or a stream's naive batch is missing there."""
+    k = here.loc[here["intervention"] == intervention, "variant"].nunique()
+    naive = here[here["intervention"].isin(["naive", "naive_repeats"]) & (here["stream"] < k)]
+    if k == 0 or naive["stream"].nunique() < k:
+        return None
+    return float(naive["score"].max())
 
 
 @functools.lru_cache(maxsize=256)

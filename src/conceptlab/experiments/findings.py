@@ -28,7 +28,8 @@ from conceptlab.experiments.loading import ConfigError, parse_yaml
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
 from conceptlab.experiments.executors import RunTask
 from conceptlab.experiments.findings_spec import (
-    SCALES, FindingSpec, RunSetSpec, Selector, StepBefore, Suite, Variant, claim_criteria, select, selectors_of,
+    SCALES, FindingSpec, RunSetSpec, Selector, StepBefore, StepWindow, Suite, Variant, claim_criteria, select,
+    selectors_of,
     setup_of,
 )
 from conceptlab.experiments.sweep import (
@@ -610,6 +611,8 @@ def _table_value(rec: RunRecord, sel: Selector):
         return None
     table = read_parquet(path)
     frame = _rows(table, sel.where, sel.table, rec.run_id)
+    if isinstance(sel.step, StepWindow) and "step" in frame.columns and not frame.empty:
+        return _window_value(frame, sel, rec.run_id)
     if sel.step is not None and "step" in frame.columns and not frame.empty:
         steps = sorted(frame["step"].unique())
         if isinstance(sel.step, StepBefore):
@@ -626,6 +629,23 @@ def _table_value(rec: RunRecord, sel: Selector):
                           f"(step {sel.step}); narrow where or step to one row")
     v = frame.iloc[0][sel.column]
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else (bool(v) if isinstance(v, bool) else float(v))
+
+
+def _window_value(frame: pd.DataFrame, sel: Selector, run_id: str) -> float | None:
+    """`sel.step`'s statistic (StepWindow) of `sel.column` over the last checkpoints of the matching rows, one row
+    each; None (not measured) when the run has fewer checkpoints or a value there is missing."""
+    window = sel.step
+    steps = sorted(frame["step"].unique())
+    if len(steps) < window.last:
+        return None
+    rows = frame[frame["step"].isin(steps[-window.last:])]
+    if len(rows) != window.last:
+        raise ConfigError(f"table {sel.table} of run {run_id}: {len(rows)} rows match {sel.where} in its last "
+                          f"{window.last} checkpoints; narrow where to one row a checkpoint")
+    values = pd.to_numeric(rows[sel.column], errors="coerce")
+    if values.isna().any():
+        return None
+    return float(values.median())
 
 
 def _rows(frame: pd.DataFrame, where: dict[str, Any], table: str, run_id: str) -> pd.DataFrame:

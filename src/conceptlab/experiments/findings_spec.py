@@ -131,6 +131,15 @@ class StepBefore(_Strict):
     reaches: float
 
 
+class StepWindow(_Strict):
+    """The last `last` checkpoints of the matching rows (one row each), read as one value: their `statistic` (the
+    median). A reading that a single checkpoint's noise cannot decide alone, where consecutive checkpoints swing
+    (the paper setup's no-EMA networks). Not measured when the run has fewer checkpoints than `last`."""
+
+    last: int = Field(..., ge=1)
+    statistic: Literal["median"] = "median"
+
+
 class Selector(_Strict):
     """Where a criterion's value comes from, per report seed."""
 
@@ -139,8 +148,9 @@ class Selector(_Strict):
     table: str | None = Field(None, description="a run-level table (<name>.parquet)")
     column: str | None = None
     where: dict[str, Any] = Field(default_factory=dict, description="table rows: column → value")
-    step: Literal["first", "last"] | int | StepBefore | None = Field(
-        None, description="table rows: the checkpoint to read (first, last, a step, or before: a StepBefore rule)")
+    step: Literal["first", "last"] | int | StepBefore | StepWindow | None = Field(
+        None, description="table rows: the checkpoint to read (first, last, a step, before: a StepBefore rule) or "
+        "a window of the last checkpoints read as one value (StepWindow)")
     compute: str | None = Field(None, description="package.module:function(runs, **args) → {seed: value}")
     args: dict[str, Any] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict, description="pick the set's runs by config value")
