@@ -1464,10 +1464,17 @@ def runs_noise(
     max_lag: int = typer.Option(8, "--max-lag", min=1, help="longest lag, in checkpoints"),
     share: float = typer.Option(0.9, help="persistence: the first lag where γ reaches this share of its plateau"),
     figure: Optional[Path] = typer.Option(None, help="also save γ against the lag as a figure (.png, .pdf, .svg)"),
+    window: Optional[int] = typer.Option(None, min=1, help="also: the spread of the held-out naive score read as the "
+                                         "median of this many checkpoints (a criterion's step: {last: N}) against "
+                                         "single checkpoints"),
+    window_spacing: float = typer.Option(1000.0, "--spacing", help="with --window: steps between the window's "
+                                         "checkpoints"),
 ) -> None:
     """Checkpoint-to-checkpoint noise of a run's concept-space trajectories: each one's semivariogram over the lags
     and for how many checkpoints its noise persists (1: independent from one checkpoint to the next)."""
-    from conceptlab.experiments.checkpoint_noise import NoiseInputError, measure_run, noise_frame
+    from conceptlab.experiments.checkpoint_noise import (
+        NoiseInputError, held_out_targets, measure_run, noise_frame, window_spread,
+    )
 
     run_dir = _run_folder(run_dir)
     if not run_dir.is_dir():
@@ -1491,6 +1498,15 @@ def runs_noise(
     console.print(f"lags in checkpoints {spacing:,.0f} steps apart, from step {results[0].steps[0]:,.0f} to "
                   f"{results[0].steps[-1]:,.0f}; γ: half the mean squared change over the lag, summed over concepts",
                   markup=False)
+    for target in held_out_targets(run_dir) if window is not None else []:
+        try:
+            spread = window_spread(run_dir, target, window, window_spacing, from_step)
+        except NoiseInputError as err:
+            _fail(str(err))
+        console.print(f"naive score on {target} from step {from_step:,.0f}: single checkpoints "
+                      f"{spread.single.describe()}; median of {window} checkpoints {window_spacing:,.0f} steps apart "
+                      f"{spread.medians.describe()} (single checkpoints at the same ends: sd "
+                      f"{spread.single_at_ends.sd:.3f})", markup=False, soft_wrap=True)
     if figure is not None:
         from conceptlab.report.figures import plot_checkpoint_noise
         from conceptlab.report.save import save_figure

@@ -14,7 +14,9 @@ Trajectories read from one finished run folder:
   (`experiments.finding_measures.naive_stream_readings`).
 
 `measure_run` returns one `TrajectoryNoise` per trajectory; `noise_frame` lays them out one row per trajectory and
-lag. Nothing is written; the CLI (`conceptlab runs noise`) prints and plots them.
+lag. `window_spread` says what reading a score as the median of a window of checkpoints (a criterion's
+`step: {last: n}`) does to that noise: the spread of single checkpoints' scores against the spread of window medians
+over the same stretch. Nothing is written; the CLI (`conceptlab runs noise`) prints and plots them.
 """
 
 from __future__ import annotations
@@ -135,3 +137,62 @@ def noise_frame(results: list[TrajectoryNoise]) -> pd.DataFrame:
                          "lag_steps": lag * r.spacing, "gamma": float(g), "persistence": r.persistence,
                          "persistence_steps": r.persistence * r.spacing})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Standard deviation (n − 1), range and count of some readings."""
+
+    sd: float
+    low: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, values) -> "Spread":
+        v = np.asarray(list(values), dtype=float)
+        return cls(float(np.std(v, ddof=1)) if v.size > 1 else float("nan"), float(v.min()), float(v.max()), v.size)
+
+    def describe(self) -> str:
+        return f"sd {self.sd:.3f}, range {self.low:.3f}–{self.high:.3f}, n = {self.n}"
+
+
+@dataclass(frozen=True)
+class WindowSpread:
+    """`window_spread`'s result: single checkpoints at steps ≥ from_step; the window medians over every window that
+    fits there (its end as its step); the single checkpoints at those same ends."""
+
+    target: str
+    intervention: str
+    window: int
+    spacing: float
+    single: Spread
+    medians: Spread
+    single_at_ends: Spread
+
+
+def window_spread(folder: Path, target: str, window: int, spacing: float, from_step: float = 0.0,
+                  intervention: str = "naive") -> WindowSpread:
+    """How much a window median steadies a score read from one checkpoint: `intervention`'s score on `target`
+    (its best variant, from the emergence table) at every checkpoint at steps ≥ `from_step`, against the median
+    of `window` checkpoints `spacing` steps apart, over every window whose checkpoints all lie in that stretch.
+    NoiseInputError when the run has no emergence table, no such rows, or fewer than two windows there."""
+    if window < 1 or spacing <= 0:
+        raise ValueError(f"window must be ≥ 1 and spacing > 0, got {window} and {spacing}")
+    path = RunFolder(folder).table("emergence")
+    if not path.is_file():
+        raise NoiseInputError(f"{folder}: no emergence.parquet (not a finished run with interventions?)")
+    table = read_parquet(path)
+    rows = table[(table["target"].astype(str) == str(target)) & (table["intervention"] == intervention)
+                 & (table["step"] >= from_step)]
+    if rows.empty:
+        raise NoiseInputError(f"{folder}: no {intervention} score for target {target} at steps ≥ {from_step:g}")
+    score = rows.groupby("step")["score"].max()  # one row a checkpoint already (the best variant)
+    have = {float(s): float(v) for s, v in score.items()}
+    ends = [e for e in have if all(e - k * spacing in have for k in range(window))]
+    if len(ends) < 2:
+        raise NoiseInputError(f"{folder}: fewer than two windows of {window} checkpoints {spacing:g} steps apart at "
+                              f"steps ≥ {from_step:g}")
+    medians = [float(np.median([have[e - k * spacing] for k in range(window)])) for e in ends]
+    return WindowSpread(str(target), intervention, window, float(spacing), Spread.of(have.values()),
+                        Spread.of(medians), Spread.of(have[e] for e in ends))

@@ -122,3 +122,44 @@ def test_runs_noise_prints_each_trajectory_and_saves_the_figure(tmp_path):
     refused = CliRunner().invoke(app, ["runs", "noise", str(folder), "--from-step", "14000"])
     assert refused.exit_code == 2 and "need at least 10" in refused.output
     assert CliRunner().invoke(app, ["runs", "noise", str(folder), "--share", "1.5"]).exit_code == 2
+
+
+def _emergence(folder, scores: dict[int, float]) -> None:
+    pd.DataFrame([{"step": s, "target": "11", "intervention": "naive", "variant": "prompt", "score": v}
+                  for s, v in scores.items()]).to_parquet(folder / "emergence.parquet")
+
+
+def test_window_spread_compares_single_checkpoints_with_window_medians(tmp_path):
+    """Steady scores with one checkpoint's swing: single checkpoints spread wide, the medians of three checkpoints
+    1,000 steps apart do not (the swing is outvoted), and every window counted lies wholly in the stretch."""
+    from conceptlab.experiments.checkpoint_noise import window_spread
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    scores = {250 * i: 0.8 for i in range(1, 41)}  # steps 250 … 10,000
+    scores[6_000] = 0.05  # one swing
+    _emergence(folder, scores)
+    spread = window_spread(folder, "11", window=3, spacing=1000, from_step=2_000)
+    assert spread.single.n == 33 and spread.single.low == 0.05 and spread.single.sd > 0.1
+    assert spread.medians.n == 25 and spread.medians.low == spread.medians.high == 0.8  # ends 4,000 … 10,000
+    assert spread.single_at_ends.n == 25 and spread.single_at_ends.low == 0.05
+    with pytest.raises(NoiseInputError, match="fewer than two windows"):
+        window_spread(folder, "11", window=3, spacing=1000, from_step=9_000)
+    with pytest.raises(NoiseInputError, match="no naive score for target 01"):
+        window_spread(folder, "01", window=3, spacing=1000)
+    with pytest.raises(NoiseInputError, match="no emergence.parquet"):
+        window_spread(tmp_path, "11", window=3, spacing=1000)
+
+
+def test_runs_noise_window_prints_the_window_medians_spread(tmp_path):
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    folder = _run(tmp_path, {}, n=60)
+    _emergence(folder, {250 * i: (0.05 if i == 30 else 0.8) for i in range(1, 61)})
+    out = CliRunner().invoke(app, ["runs", "noise", str(folder), "--from-step", "2500", "--max-lag", "6",
+                                   "--window", "3", "--spacing", "1000"], terminal_width=300)
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "median of 3 checkpoints 1,000 steps apart sd 0.000, range 0.800–0.800" in text, text
