@@ -29,8 +29,7 @@ from conceptlab.experiments.provenance import cpu_model, git_state, package_vers
 from conceptlab.experiments.executors import RunTask
 from conceptlab.experiments.findings_spec import (
     SCALES, FindingSpec, RunSetSpec, Selector, StepBefore, StepWindow, Suite, Variant, claim_criteria, select,
-    selectors_of,
-    setup_of,
+    selectors_of, setup_of,
 )
 from conceptlab.experiments.sweep import (
     Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_plan, training_waves,
