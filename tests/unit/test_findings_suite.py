@@ -755,6 +755,9 @@ def test_each_panel_of_a_finding_figure_names_what_its_value_reads():
     assert value_label({"compute": "m:checkpoint_noise_turn", "args": {"target": "11", "part": "p"}}) == \
         "checkpoint noise turn: p"
     assert value_label({"table": "composition", "column": "joint_accuracy"}) == "joint accuracy"
+    assert value_label({"table": "emergence", "column": "score", "step": {"last": 3, "statistic": "median"}}) == \
+        "score (median of last 3)"
+    assert value_label({"table": "emergence", "column": "score", "step": "last"}) == "score"
     assert value_label({"path": "x.acc", "across": "data.gap_width"}) == "Spearman ρ vs gap_width"
     assert value_label({"compute": "pkg.mod:fit_r2"}) == "fit r2"
     seeds = [{"seed": 100, "value": 500.0, "control": float("inf"), "passed": True, "note": ""}]

@@ -308,7 +308,9 @@ def value_label(value: dict) -> str:
     if value.get("across"):
         return f"Spearman ρ vs {value['across'].split('.')[-1]}"
     if value.get("column"):
-        return str(value["column"]).replace("_", " ")
+        window = value.get("step") if isinstance(value.get("step"), dict) else {}
+        label = str(value["column"]).replace("_", " ")
+        return f"{label} (median of last {window['last']})" if "last" in window else label
     if value.get("path"):  # the field; a generic one with what it belongs to ("over_prompting.step", not "step")
         parts = str(value["path"]).split(".")
         owner = next((q for q in reversed(parts[:-1]) if not q.isdigit()), None)  # a target id is not an owner
