@@ -416,6 +416,12 @@ def test_a_step_window_reads_the_median_of_the_last_checkpoints(tmp_path):
     crit = evaluate_suite(p)["findings"][0]["criteria"][0]
     assert [(s["seed"], s["value"], s["control"]) for s in crit["seeds"]] == [(100, 0.7, 0.05), (101, None, 0.3),
                                                                                (102, None, 0.6)]
+    # a checkpoint of the window without a matching row (only another intervention measured there): not measured,
+    # never a window moved to earlier checkpoints
+    gappy = p.sets["a"].sweep.runs[1].directory(p.sets["a"].sweep.root) / "emergence.parquet"
+    pd.DataFrame({"step": [100, 200, 300, 400, 500], "intervention": ["naive"] * 3 + ["cfg", "naive"],
+                  "target": "11", "score": [0.5, 0.6, 0.7, 0.1, 0.8]}).to_parquet(gappy)
+    assert evaluate_suite(p)["findings"][0]["criteria"][0]["seeds"][1]["value"] is None
     doubled = p.sets["a"].sweep.runs[0].directory(p.sets["a"].sweep.root) / "emergence.parquet"
     frame = pd.read_parquet(doubled)
     pd.concat([frame, frame]).to_parquet(doubled)

@@ -611,7 +611,7 @@ def _table_value(rec: RunRecord, sel: Selector):
     table = read_parquet(path)
     frame = _rows(table, sel.where, sel.table, rec.run_id)
     if isinstance(sel.step, StepWindow) and "step" in frame.columns and not frame.empty:
-        return _window_value(frame, sel, rec.run_id)
+        return _window_value(frame, sorted(table["step"].unique()), sel, rec.run_id)
     if sel.step is not None and "step" in frame.columns and not frame.empty:
         steps = sorted(frame["step"].unique())
         if isinstance(sel.step, StepBefore):
@@ -630,14 +630,17 @@ def _table_value(rec: RunRecord, sel: Selector):
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else (bool(v) if isinstance(v, bool) else float(v))
 
 
-def _window_value(frame: pd.DataFrame, sel: Selector, run_id: str) -> float | None:
-    """`sel.step`'s statistic (StepWindow) of `sel.column` over the last checkpoints of the matching rows, one row
-    each; None (not measured) when the run has fewer checkpoints or a value there is missing."""
+def _window_value(frame: pd.DataFrame, steps: list, sel: Selector, run_id: str) -> float | None:
+    """`sel.step`'s statistic (StepWindow) of `sel.column` over the table's last checkpoints (`steps`: every step
+    the table has), one matching row each; None (not measured) when the run has fewer checkpoints, or a checkpoint
+    of the window has no matching row or no value (the window is never moved to earlier checkpoints)."""
     window = sel.step
-    steps = sorted(frame["step"].unique())
     if len(steps) < window.last:
         return None
-    rows = frame[frame["step"].isin(steps[-window.last:])]
+    last = steps[-window.last:]
+    rows = frame[frame["step"].isin(last)]
+    if rows["step"].nunique() < window.last:
+        return None
     if len(rows) != window.last:
         raise ConfigError(f"table {sel.table} of run {run_id}: {len(rows)} rows match {sel.where} in its last "
                           f"{window.last} checkpoints; narrow where to one row a checkpoint")
