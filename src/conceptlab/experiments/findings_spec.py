@@ -132,9 +132,10 @@ class StepBefore(_Strict):
 
 
 class StepWindow(_Strict):
-    """The last `last` checkpoints of the matching rows (one row each), read as one value: their `statistic` (the
+    """The table's last `last` checkpoints, one matching row each, read as one value: their `statistic` (the
     median). A reading that a single checkpoint's noise cannot decide alone, where consecutive checkpoints swing
-    (the paper setup's no-EMA networks). Not measured when the run has fewer checkpoints than `last`."""
+    (the paper setup's no-EMA networks). Not measured when the run has fewer checkpoints than `last` or one of them
+    has no matching row or value (the window never moves to earlier checkpoints)."""
 
     last: int = Field(..., ge=1)
     statistic: Literal["median"] = "median"
