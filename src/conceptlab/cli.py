@@ -701,7 +701,8 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     if durations:
         untimed = sum(c.pending - len(c.durations()) for c in costs.values())
         pool = workers or os.cpu_count() or 1
-        wall = (f": about {wall_seconds(durations, pool) / 3600:.1f} h of wall time on {pool} worker"
+        waves = [[d for c in costs.values() if c.pending for d in c.durations(wave)] for wave in (1, 2)]
+        wall = (f": about {sum(wall_seconds(w, pool) for w in waves) / 3600:.1f} h of wall time on {pool} worker"
                 f"{'s' if pool != 1 else ''} (one run each at a time, on a machine like those that timed them)"
                 if local else " (the cluster's parallelism sets the wall time)")
         console.print(f"at the measured times, {len(durations)} of the runs to go take {sum(durations) / 3600:.1f} "

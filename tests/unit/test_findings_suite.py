@@ -1040,6 +1040,9 @@ def test_run_costs_price_a_run_that_will_evaluate_another_runs_training_without_
     assert costs["a"].durations() == [100.0, 100.0] and costs["a"].median_eval_seconds == 20.0
     assert costs["b"].median_seconds is None and costs["b"].median_eval_seconds == 30.0
     assert costs["b"].durations() == [30.0, 30.0]
+    # no run can lend them yet: both wait for a's runs to train, in the second wave run_plan runs after the first
+    assert costs["b"].waiting == 2 and costs["b"].durations(1) == [] and costs["b"].durations(2) == [30.0, 30.0]
+    assert costs["a"].durations(1) == [100.0, 100.0] and costs["a"].durations(2) == []
     assert "2 of them evaluate another run's training: 0.5 min each outside training" in costs["b"].describe()
     fresh = run_costs(p, reuse=False)
     assert fresh["b"].borrowing == 0 and fresh["b"].durations() == []  # b has no run that trained to time it by

@@ -342,6 +342,7 @@ class RunCost:
     other_precision: str | None = None  # the precision the runs to go will use, when no finished run used it
     borrowing: int = 0  # of the pending runs, those that will evaluate a training another run trains or trained
     median_eval_seconds: float | None = None  # the median of the timed runs' time outside training
+    waiting: int = 0  # of the borrowing runs, those that wait for a run to go to train first (the second wave)
 
     def describe(self) -> str:
         parts = ["no finished run to time" if self.median_seconds is None else
@@ -354,13 +355,16 @@ class RunCost:
             parts.append(f"none timed at {self.other_precision}, which these runs will use here")
         return "; ".join(parts)
 
-    def durations(self) -> list[float]:
+    def durations(self, wave: int | None = None) -> list[float]:
         """The predicted time of each pending run that can be timed: a full run's median, or for one that borrows
-        its training the median time outside training; a run with nothing to time it by is left out."""
+        its training the median time outside training; a run with nothing to time it by is left out. `wave` 1 or 2:
+        only the runs of that wave (`run_plan` runs the second, the runs waiting for a training, after the first)."""
         borrowed = min(self.borrowing, self.pending)
+        waiting = min(self.waiting, borrowed)
         full = [self.median_seconds] * (self.pending - borrowed) if self.median_seconds is not None else []
-        evaluated = [self.median_eval_seconds] * borrowed if self.median_eval_seconds is not None else []
-        return full + evaluated
+        evaluated = [self.median_eval_seconds] if self.median_eval_seconds is not None else []
+        first, second = full + evaluated * (borrowed - waiting), evaluated * waiting
+        return first if wave == 1 else second if wave == 2 else first + second
 
 
 def run_costs(p: Plan, records: Path | str | None = None,
@@ -414,9 +418,11 @@ def run_costs(p: Plan, records: Path | str | None = None,
                               median_eval_seconds=statistics.median(evaluations) if evaluations else None)
     if reuse and tasks:
         candidates = [r.directory(s.sweep.root) for s in sets for r in s.sweep.runs]
-        _, borrowers = training_plan(tasks, candidates + run_folders_under(train_from or []))
+        waves, borrowers = training_plan(tasks, candidates + run_folders_under(train_from or []))
+        second = {Path(t.run_dir) for t in waves[1]} if len(waves) > 1 else set()
         for s in sets:
             out[s.name].borrowing = sum(r.directory(s.sweep.root) in borrowers for r in s.sweep.runs)
+            out[s.name].waiting = sum(r.directory(s.sweep.root) in second for r in s.sweep.runs)
     return out
 
 
