@@ -71,17 +71,19 @@ def donor_refusal(cfg: RunConfig, folder: Path) -> str | None:
 
 def _examine(cfg: RunConfig, folder: Path) -> tuple[str | None, dict]:
     """`donor_refusal`'s reason, and the folder's provenance record as read for it ({} when unread)."""
-    record: dict = {}
-    why = _refusal(cfg, RunFolder(folder), record)
-    return why, record
+    run = RunFolder(folder)
+    if not run.config.is_file() or not run.provenance.is_file():
+        return "it is not a run folder with a provenance record (config.yaml and provenance.json)", {}
+    try:
+        record = read_json(run.provenance)
+    except (OSError, ValueError) as err:
+        return f"it cannot be read ({type(err).__name__}: {str(err)[:200]})", {}
+    return _refusal(cfg, run, record), record
 
 
 def _refusal(cfg: RunConfig, run: RunFolder, record: dict) -> str | None:
-    if not run.config.is_file() or not run.provenance.is_file():
-        return "it is not a run folder with a provenance record (config.yaml and provenance.json)"
     try:
         other = load_config(str(run.config))
-        record.update(read_json(run.provenance))
         if other.training_hash() != cfg.training_hash():
             keys = training_differences(cfg, other)
             return "it trains differently" + (f" ({', '.join(keys)})" if keys else "")
