@@ -15,6 +15,7 @@ A B A B for `--reps` repetitions. Prints min / median / max seconds per checkpoi
 second, and the ratio.
 
     .venv/bin/python bench/eval_checkpoint.py [--preset hidden-emergence-paper] [--sample-steps 50] [--reps 3]
+    .venv/bin/python bench/eval_checkpoint.py --channels-last --fused-attention   # the eval levers as further sides
     .venv/bin/python bench/eval_checkpoint.py --quick --reps 1              # seconds; no claim
 """
 
@@ -29,6 +30,7 @@ import torch
 
 import benchlib
 from conceptlab.interventions import build_interventions, build_variants
+from conceptlab.models.unet import use_fused_attention
 from conceptlab.probes.concept_classifier import ConceptProbe, read_concepts
 from conceptlab.studies.concept_space import concept_space_measurement
 from conceptlab.studies.emergence import (images_per_pass, intervention_context, intervention_measurement,
@@ -49,6 +51,9 @@ def main() -> None:
     parser.add_argument("--channels-last", action="store_true",
                         help="also time ours with eval.channels_last (the network in channels-last memory format; "
                         "a further side)")
+    parser.add_argument("--fused-attention", action="store_true",
+                        help="also time ours with eval.fused_attention (self-attention on torch's fused kernel; a "
+                        "further side)")
     args = parser.parse_args()
     overrides = list(args.overrides)
     if args.quick:
@@ -88,6 +93,12 @@ def main() -> None:
     if args.channels_last:  # the network in channels-last, as the run's checkpoint loop sets it
         last = measurements_of(["eval.channels_last=true"], copy.deepcopy(model).to(memory_format=torch.channels_last))
 
+    fused = None
+    if args.fused_attention:  # as the run's checkpoint loop sets it
+        fused_model = copy.deepcopy(model)
+        use_fused_attention(fused_model)
+        fused = measurements_of(["eval.fused_attention=true"], fused_model)
+
     # what the reference generates: every class's samples, then every variant's (the same list ours samples)
     jobs = [(dgp.class_prompt(c), cfg.eval.samples_per_class) for c in dgp.classes]
     if iv is not None:
@@ -126,6 +137,9 @@ def main() -> None:
     if last is not None:
         sides["ours+channels_last"] = lambda: [m.measure(1) for m in last]
         print("further side: ours with eval.channels_last")
+    if fused is not None:
+        sides["ours+fused_attention"] = lambda: [m.measure(1) for m in fused]
+        print("further side: ours with eval.fused_attention")
     times = benchlib.interleaved(sides, args.reps)
     for name in sides:
         print(f"{name:<10} s/checkpoint: {benchlib.fmt_spread(times[name], 's', digits=2)}; "
@@ -138,6 +152,9 @@ def main() -> None:
     if last is not None:
         print(benchlib.ratio_line("checkpoint evaluation, channels_last", times["reference"],
                                   times["ours+channels_last"]))
+    if fused is not None:
+        print(benchlib.ratio_line("checkpoint evaluation, fused_attention", times["reference"],
+                                  times["ours+fused_attention"]))
     scratch.cleanup()
 
 

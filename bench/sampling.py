@@ -10,11 +10,12 @@ alternate A B A B for `--reps` repetitions. Prints min / median / max seconds of
 
 `--levers` adds our sampler under a lever as further interleaved sides, each with its ratio to the reference:
 `compile` (`torch.compile` of the network; the compile time, its first sampling, is printed apart and not in the
-times) and `channels_last` (the network's weights in channels-last memory format, as `eval.channels_last` runs it;
-the convolutions' outputs follow).
+times), `channels_last` (the network's weights in channels-last memory format, as `eval.channels_last` runs it;
+the convolutions' outputs follow) and `fused_attention` (self-attention on torch's fused kernel instead of its math
+kernel, as `eval.fused_attention` runs it).
 
     .venv/bin/python bench/sampling.py [--preset paper] [--images 32] [--sample-steps 50] [--reps 3]
-    .venv/bin/python bench/sampling.py --levers compile channels_last
+    .venv/bin/python bench/sampling.py --levers compile channels_last fused_attention
     .venv/bin/python bench/sampling.py --quick --preset micro --reps 1      # seconds; no claim
 """
 
@@ -27,10 +28,11 @@ import time
 import torch
 
 import benchlib
+from conceptlab.models.unet import use_fused_attention
 from conceptlab.train.precision import autocast, resolve_bf16
 
 
-LEVERS = {"channels_last", "compile"}
+LEVERS = {"channels_last", "compile", "fused_attention"}
 
 
 def lever_side(name: str, ours, sample):
@@ -41,6 +43,8 @@ def lever_side(name: str, ours, sample):
         model.net = torch.compile(model.net)
     elif name == "channels_last":
         model = model.to(memory_format=torch.channels_last)
+    elif name == "fused_attention":
+        use_fused_attention(model)
     began = time.perf_counter()
     sample(model)
     return (lambda: sample(model)), time.perf_counter() - began
@@ -52,7 +56,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=32)
     parser.add_argument("--sample-steps", type=int, default=50)
     parser.add_argument("--levers", nargs="*", default=[], choices=sorted(LEVERS),
-                        help="our sampler under these levers as further sides (compile, channels_last)")
+                        help="our sampler under these levers as further sides (compile, channels_last, fused_attention)")
     args = parser.parse_args()
     if args.quick:
         args.images, args.sample_steps = min(args.images, 4), min(args.sample_steps, 3)

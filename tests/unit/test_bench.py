@@ -61,19 +61,25 @@ def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     assert len(RATIO.findall(out)) == 2 and "ratio training step, channels_last (reference/ours)" in out, out
 
 
-def test_the_sampling_bench_times_a_lever_as_a_further_side():
-    out = run_bench("sampling.py", "--quick", "--preset", "micro", "--reps", "1", "--levers", "channels_last")
-    assert re.search(r"^lever channels_last: first sampling \d+\.\d s", out, re.M), out
-    assert re.search(r"^ours\+channels_last s/sampling: " + SPREAD.pattern, out, re.M), out
-    assert len(RATIO.findall(out)) == 2 and "ratio sampling, channels_last (reference/ours)" in out, out
+def test_the_sampling_bench_times_each_lever_as_a_further_side():
+    out = run_bench("sampling.py", "--quick", "--preset", "micro", "--reps", "1", "--levers", "channels_last",
+                    "fused_attention")
+    for lever in ("channels_last", "fused_attention"):
+        assert re.search(rf"^lever {lever}: first sampling \d+\.\d s", out, re.M), out
+        assert re.search(rf"^ours\+{lever} s/sampling: " + SPREAD.pattern, out, re.M), out
+        assert f"ratio sampling, {lever} (reference/ours)" in out, out
+    assert len(RATIO.findall(out)) == 3, out
 
 
-def test_the_evaluation_bench_times_channels_last_and_a_pass_size_as_further_sides():
-    out = run_bench("eval_checkpoint.py", "--quick", "--reps", "1", "--channels-last", "--max-batch", "4")
-    assert re.search(r"^ours\+channels_last s/checkpoint: " + SPREAD.pattern, out, re.M), out
+def test_the_evaluation_bench_times_the_levers_and_a_pass_size_as_further_sides():
+    out = run_bench("eval_checkpoint.py", "--quick", "--reps", "1", "--channels-last", "--fused-attention",
+                    "--max-batch", "4")
+    for lever in ("channels_last", "fused_attention"):
+        assert re.search(rf"^ours\+{lever} s/checkpoint: " + SPREAD.pattern, out, re.M), out
+        assert f"ratio checkpoint evaluation, {lever} (reference/ours)" in out, out
     assert re.search(r"^ours max_batch 4 s/checkpoint: " + SPREAD.pattern, out, re.M), out
     assert "third side: ours in passes of 4 images" in out, out
-    assert len(RATIO.findall(out)) == 3 and "ratio checkpoint evaluation, channels_last (reference/ours)" in out, out
+    assert len(RATIO.findall(out)) == 4, out
 
 
 def test_the_run_time_prediction_prints_every_term():

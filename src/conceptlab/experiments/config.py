@@ -71,9 +71,9 @@ def _fields(studies) -> dict[str, tuple[Any, Any]]:
 
 
 class EvalBase(StrictConfig):
-    """What every `eval` section has, whatever the study: `noise_per_run`, `channels_last`."""
+    """What every `eval` section has, whatever the study: `noise_per_run`, `channels_last`, `fused_attention`."""
 
-    added_fields: ClassVar[tuple[str, ...]] = ("noise_per_run", "channels_last")
+    added_fields: ClassVar[tuple[str, ...]] = ("noise_per_run", "channels_last", "fused_attention")
     noise_per_run: bool = Field(
         False,
         description="draw every evaluation noise stream and evaluation sample from the run's own seed "
@@ -86,6 +86,12 @@ class EvalBase(StrictConfig):
         "whose bf16 convolutions prefer it (a checkpoint's evaluation at 50 sampler steps 1.61× faster on "
         "an Intel Xeon with AMX, docs/benchmarks.md); it changes outputs by bf16 rounding (≤ 1e-3 there), so it is "
         "part of the run id",
+    )
+    fused_attention: bool = Field(
+        False,
+        description="evaluate checkpoints with the network's self-attention on torch's fused kernel (flash attention "
+        "on a CPU) instead of its math kernel (`models.unet.use_fused_attention`), a speed lever for sampling "
+        "(docs/benchmarks.md); it changes outputs by rounding, so it is part of the run id; training is unchanged",
     )
 
 

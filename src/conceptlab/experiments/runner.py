@@ -38,6 +38,7 @@ from conceptlab.experiments.resources import MemoryEstimate, check_memory, study
 from conceptlab.experiments.training_reuse import TRAINED_IN
 from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
+from conceptlab.models.unet import use_fused_attention
 from conceptlab.report.figures import plot_loss, plot_vlb_terms
 from conceptlab.report.save import save_figures
 from conceptlab.store.files import (
@@ -245,8 +246,9 @@ def measure_checkpoints(
 ) -> dict[str, float]:
     """The one resumable loop: every measurement at every checkpoint it is due at (`studies.due_checkpoints`) and has
     no file for yet. Each checkpoint is loaded once — refused if it is damaged (content hash) or its config hash is
-    not this run's — and its weights (EMA or not, per measurement) set before each measurement. Returns the
-    seconds per measurement."""
+    not this run's — and its weights (EMA or not, per measurement) set before each measurement. The network is put
+    in evaluation mode, and in channels-last format or on fused attention where `eval` asks. Returns the seconds per
+    measurement."""
     check_checkpoints_complete(cfg, run)
     checkpoints = run.list_checkpoints()
     due = {m.name: {s for s, _ in due_checkpoints(checkpoints, m.every)} for m in measurements}
@@ -264,6 +266,8 @@ def measure_checkpoints(
     model.eval()
     if cfg.eval.channels_last:  # loading a checkpoint copies into these tensors, so the format stays
         model.to(memory_format=torch.channels_last)
+    if cfg.eval.fused_attention:
+        use_fused_attention(model)
     with progress_bar(console, progress) as bar, tensorboard_log(cfg, run) as board:
         task = bar.add_task("evaluate", total=total, completed=total - sum(len(p) for _, _, p in todo), info="")
         for step, path, pending in todo:

@@ -160,3 +160,33 @@ def test_uniform_dropout_masks_have_the_distribution_of_torchs_and_leave_existin
     assert load_config(tiny).training_hash() == load_config(tiny, ["model.dropout_mask=bernoulli"]).training_hash()
     assert load_config(tiny).training_hash() != load_config(tiny, ["model.dropout_mask=uniform"]).training_hash()
     assert load_config("paper").model.dropout_mask == "uniform"  # the GPU-scale preset (no records) draws them fast
+
+
+
+def test_attention_runs_the_math_kernel_by_default_and_the_fused_kernel_when_asked(monkeypatch):
+    import torch.nn.functional as F
+
+    from conceptlab.models.unet import Attention, use_fused_attention
+
+    attention, math_kernel, packed = F.scaled_dot_product_attention, torch.ops.aten._scaled_dot_product_attention_math, []
+    model = tiny_model(mid_attention=True)
+    x, t, p = inputs(n=4)
+    with torch.no_grad():
+        default = model(x, t, p)
+        # off by default: strided q/k/v, which torch runs through its math kernel — the numbers runs always had
+        monkeypatch.setattr(F, "scaled_dot_product_attention", lambda q, k, v: math_kernel(q, k, v)[0])
+        assert torch.equal(model(x, t, p), default)
+
+        def recording(q, k, v):
+            packed.append(all(a.stride(-1) == 1 for a in (q, k, v)))  # what the fused kernel needs
+            return attention(q, k, v)
+
+        monkeypatch.setattr(F, "scaled_dot_product_attention", recording)
+        model(x, t, p)
+        assert use_fused_attention(model) is False  # none was fused before
+        fused = model(x, t, p)
+        assert use_fused_attention(model, False) is True
+    assert packed == [False, True]  # strided views by default, packed (unit last stride) when fused
+    assert default.abs().max() > 0.01  # the perturbed network's output is not trivially equal
+    torch.testing.assert_close(fused, default, rtol=1e-4, atol=1e-5)  # the same attention up to rounding
+    assert not any(m.fused for m in model.modules() if isinstance(m, Attention))
