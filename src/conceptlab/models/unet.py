@@ -158,8 +158,9 @@ class Attention(nn.Module):
 
     q, k and v are strided views of the q/k/v conv's output, which torch's `scaled_dot_product_attention` runs
     through its math kernel. With `fused` set (`use_fused_attention`) they are first packed (unit stride along the
-    head dimension), so it runs its fused kernel (flash attention on a CPU) instead: the same attention, faster in inference, with outputs that
-    differ by rounding (fp32 ~1e-7, bf16 ~1e-3 relative). Off by default, so a run's numbers do not depend on it.
+    head dimension), so it runs its fused kernel (flash attention on a CPU) instead: the same attention, with
+    outputs that differ by rounding (fp32 ~1e-7, bf16 ~1e-3 relative), faster in inference where heads are narrow
+    (docs/benchmarks.md). Off by default, so a run's numbers do not depend on it.
     """
 
     def __init__(self, channels: int, heads: int, groups: int, eps: float = 1e-5) -> None:
