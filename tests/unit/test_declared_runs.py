@@ -31,6 +31,7 @@ def test_the_suites_paper_setup_sets_are_the_declared_32_per_class_reruns(tmp_pa
     # seed, so their run ids (config and analysis versions) are the ones recorded
     p = plan(load_suite(), None, "full", tmp_path / "suite")
     for stem, run_set in (("hidden-emergence-paper-setup-32", "hidden-emergence-paper-setup"),
+                          ("hidden-emergence-paper-setup-dense", "hidden-emergence-paper-setup-dense"),
                           ("underspecified-paper-setup-32", "underspecified-paper-setup"),
                           ("guidance-paper-setup-32", "guidance-paper-setup")):
         spec = next(q for q in DECLARED if q.stem == stem)
