@@ -37,6 +37,10 @@ from conceptlab.studies.emergence import (images_per_pass, intervention_context,
                                          with_naive_repeats)
 from conceptlab.train.checkpoints import prefixed, save_checkpoint
 
+# the evaluation's levers (each an `eval` key and a flag of its name): how the run's checkpoint loop sets the network
+LEVERS = {"channels_last": lambda net: net.to(memory_format=torch.channels_last),
+          "fused_attention": use_fused_attention}
+
 QUICK = ["model.widths=[16,32]", "eval.samples_per_class=2", "eval.interventions.samples=2"]
 
 
@@ -85,19 +89,15 @@ def main() -> None:
         return out
 
     measurements = measurements_of([])
-    lever = None
+    batched = None
     if args.max_batch and iv is not None:
-        lever = measurements_of([f"eval.interventions.max_batch={args.max_batch}",
+        batched = measurements_of([f"eval.interventions.max_batch={args.max_batch}",
                                  "eval.interventions.cpu_max_batch=null"])
-    last = None
-    if args.channels_last:  # the network in channels-last, as the run's checkpoint loop sets it
-        last = measurements_of(["eval.channels_last=true"], copy.deepcopy(model).to(memory_format=torch.channels_last))
-
-    fused = None
-    if args.fused_attention:  # as the run's checkpoint loop sets it
-        fused_model = copy.deepcopy(model)
-        use_fused_attention(fused_model)
-        fused = measurements_of(["eval.fused_attention=true"], fused_model)
+    # each lever asked for: the measurements under its eval key, on a copy of the network set as the run's
+    # checkpoint loop sets it
+    levers = {}
+    for name in [name for name in LEVERS if getattr(args, name)]:
+        levers[name] = measurements_of([f"eval.{name}=true"], LEVERS[name](copy.deepcopy(model)))
 
     # what the reference generates: every class's samples, then every variant's (the same list ours samples)
     jobs = [(dgp.class_prompt(c), cfg.eval.samples_per_class) for c in dgp.classes]
@@ -130,31 +130,24 @@ def main() -> None:
           f"checkpoint, {steps} sampler steps; reference in batches of {args.ref_batch}, fp32")
     print(f"{args.reps} interleaved repetitions per side (after 1 untimed)", flush=True)
     sides = {"ours": run_ours, "reference": run_reference}
-    if lever is not None:
-        sides[f"ours max_batch {args.max_batch}"] = lambda: [m.measure(1) for m in lever]
+    if batched is not None:
+        sides[f"ours max_batch {args.max_batch}"] = lambda: [m.measure(1) for m in batched]
         print(f"third side: ours in passes of {args.max_batch} images (the preset's on this machine: "
               f"{images_per_pass(iv, torch.device('cpu'))})")
-    if last is not None:
-        sides["ours+channels_last"] = lambda: [m.measure(1) for m in last]
-        print("further side: ours with eval.channels_last")
-    if fused is not None:
-        sides["ours+fused_attention"] = lambda: [m.measure(1) for m in fused]
-        print("further side: ours with eval.fused_attention")
+    for name, under in levers.items():
+        sides[f"ours+{name}"] = lambda under=under: [m.measure(1) for m in under]
+        print(f"further side: ours with eval.{name}")
     times = benchlib.interleaved(sides, args.reps)
     for name in sides:
         print(f"{name:<10} s/checkpoint: {benchlib.fmt_spread(times[name], 's', digits=2)}; "
               f"{images / min(times[name]):.1f} images generated and scored per second at the fastest")
     print(benchlib.ratio_line("checkpoint evaluation", times["reference"], times["ours"]))
-    if lever is not None:
+    if batched is not None:
         name = f"ours max_batch {args.max_batch}"
         print(benchlib.ratio_line(f"checkpoint evaluation, max_batch {args.max_batch}", times["reference"],
                                   times[name]))
-    if last is not None:
-        print(benchlib.ratio_line("checkpoint evaluation, channels_last", times["reference"],
-                                  times["ours+channels_last"]))
-    if fused is not None:
-        print(benchlib.ratio_line("checkpoint evaluation, fused_attention", times["reference"],
-                                  times["ours+fused_attention"]))
+    for name in levers:
+        print(benchlib.ratio_line(f"checkpoint evaluation, {name}", times["reference"], times[f"ours+{name}"]))
     scratch.cleanup()
 
 

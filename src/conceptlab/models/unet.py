@@ -182,14 +182,13 @@ class Attention(nn.Module):
         return self.hook_out(x + self.proj(out))
 
 
-def use_fused_attention(model: nn.Module, on: bool = True) -> bool:
+def use_fused_attention(model: nn.Module, on: bool = True) -> nn.Module:
     """Set every `Attention` in `model` to run torch's fused kernel (`on`) or its math kernel (off, the default);
-    returns whether any was set before (so a caller can restore it). Rounding-level output change: see `Attention`."""
-    modules = [m for m in model.modules() if isinstance(m, Attention)]
-    before = any(m.fused for m in modules)
-    for m in modules:
-        m.fused = on
-    return before
+    returns `model`. Rounding-level output change: see `Attention`."""
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.fused = on
+    return model
 
 
 class Level(nn.Module):

@@ -183,9 +183,10 @@ def test_attention_runs_the_math_kernel_by_default_and_the_fused_kernel_when_ask
 
         monkeypatch.setattr(F, "scaled_dot_product_attention", recording)
         model(x, t, p)
-        assert use_fused_attention(model) is False  # none was fused before
-        fused = model(x, t, p)
-        assert use_fused_attention(model, False) is True
+        assert not any(m.fused for m in model.modules() if isinstance(m, Attention))  # off in a fresh network
+        fused = use_fused_attention(model)(x, t, p)
+        assert all(m.fused for m in model.modules() if isinstance(m, Attention))
+        use_fused_attention(model, False)
     assert packed == [False, True]  # strided views by default, packed (unit last stride) when fused
     assert default.abs().max() > 0.01  # the perturbed network's output is not trivially equal
     torch.testing.assert_close(fused, default, rtol=1e-4, atol=1e-5)  # the same attention up to rounding
