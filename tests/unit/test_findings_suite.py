@@ -731,6 +731,33 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
     assert timed_only.pending == 3 and timed_only.median_seconds == 120.0 and timed_only.runs == 2
 
 
+def test_run_costs_price_a_set_only_by_finished_runs_of_its_configs_up_to_the_seeds(tmp_path):
+    """A CI-size `--quick` run is not priced by the full-size runs of its set, nor a run by an older config of its
+    set: only a finished run whose config.yaml is a planned run's but for its seeds times the runs to go (the quick
+    suite on a 2-core CPU was once priced at 1.1 h by the full-size records, for a run of about 20 min)."""
+    from conceptlab.experiments.findings import config_shape, run_costs
+
+    suite = load_suite(_write(tmp_path, _suite(runs__a__quick={"overrides": ["train.steps=5"]})))
+    full = plan(suite, None, "full", tmp_path / "full")
+    _fake_runs(full, {"a": {100: {"seconds": {"total": 60.0}}, 101: {"seconds": {"total": 80.0}}},
+                      "b": {100: {"seconds": {"total": 40.0}}}})
+    for name, count in (("a", 2), ("b", 1)):
+        for r in full.sets[name].sweep.runs[:count]:
+            (r.directory(full.sets[name].sweep.root) / "config.yaml").write_text(
+                yaml.safe_dump(r.config.model_dump(mode="json"), sort_keys=False))
+    runs = full.sets["a"].sweep.runs
+    assert len({config_shape(r.config.model_dump(mode="json")) for r in runs}) == 1  # the seeds aside, one config
+    assert (run_costs(full)["a"].median_seconds, run_costs(full)["a"].runs) == (70.0, 2)
+    older = runs[1].directory(full.sets["a"].sweep.root) / "config.yaml"  # seed 101 made by an older config
+    older.write_text(older.read_text().replace("steps: 20", "steps: 30"))
+    assert (run_costs(full)["a"].median_seconds, run_costs(full)["a"].runs) == (60.0, 1)
+    quick = plan(suite, None, "quick", tmp_path / "quick")  # a: 5 steps, b: its full config, one seed
+    costs = run_costs(quick, timing=tmp_path / "full")
+    assert (costs["a"].pending, costs["a"].median_seconds) == (1, None) and costs["a"].describe() == \
+        "no finished run to time"
+    assert (costs["b"].pending, costs["b"].median_seconds) == (1, 40.0)  # the same config: it prices the quick run
+
+
 def test_run_costs_time_a_set_by_the_runs_made_at_the_precision_its_runs_will_use_here(tmp_path):
     """bf16 and fp32 runs of one set differ about twofold on one CPU: a set whose runs will use fp32 here is timed by
     its fp32 runs only; a set with no run at its precision is timed by the others, and says so."""

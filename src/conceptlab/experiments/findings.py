@@ -32,8 +32,8 @@ from conceptlab.experiments.findings_spec import (
     selectors_of, setup_of,
 )
 from conceptlab.experiments.sweep import (
-    Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_plan, training_waves,
-    write_manifest,
+    SEED_KEYS, Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_plan,
+    training_waves, write_manifest,
 )
 from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -367,11 +367,40 @@ class RunCost:
         return first if wave == 1 else second if wave == 2 else first + second
 
 
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # ~10× faster than PyYAML's own: hundreds of records
+
+
+def config_shape(config: dict[str, Any]) -> str:
+    """A run's resolved config (`RunConfig.model_dump(mode="json")`, or a run folder's `config.yaml`) without what
+    names, stores or seeds it (`name`, `runs_dir`, the sweep seeds `SEED_KEYS`), as one string: runs of one shape
+    differ only by their seeds, so one's run time prices another's."""
+    shaped = json.loads(json.dumps(config))
+    shaped.pop("name", None)
+    shaped.pop("runs_dir", None)
+    for key in SEED_KEYS.values():
+        section, name = key.split(".")
+        if isinstance(shaped.get(section), dict):
+            shaped[section].pop(name, None)
+    return json.dumps(shaped, sort_keys=True)
+
+
+def _prices(folder: Path, shapes: set[str]) -> bool:
+    """Whether the finished run in `folder` can time runs of these shapes: its `config.yaml` is one of them up to the
+    seeds (`config_shape`). A folder without a readable config is kept (as before configs were compared)."""
+    try:
+        config = yaml.load((folder / "config.yaml").read_text(), Loader=_YAML_LOADER)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return True
+    return not isinstance(config, dict) or config_shape(config) in shapes
+
+
 def run_costs(p: Plan, records: Path | str | None = None,
               seeds: Collection[int] | None = None, reuse: bool = True,
               timing: Path | str | None = None, train_from: list[Path] | None = None) -> dict[str, RunCost]:
     """For each run set of the plan, what its finished runs took — those in its folder and those recorded under
-    `<records>/runs/<set>/`, of any code version (a cost, not a result) — and how many runs it still has to run, as
+    `<records>/runs/<set>/` whose config is one of the set's up to the seeds (`config_shape`: a CI-size `--quick`
+    run is not priced by a full-size run of its set, nor a run by an older config of it), of any code version (a
+    cost, not a result) — and how many runs it still has to run, as
     `run_plan` would: not finished in its folder, not recorded (with `records`, in any set: `recorded_runs`), and no
     twin (the same run id) finished or already counted in another set, since a twin is copied, not run. With `seeds`
     (as `run_plan`'s), only the runs of those report seeds are to run now; the others are counted as `deferred`. So a
@@ -394,11 +423,13 @@ def run_costs(p: Plan, records: Path | str | None = None,
     tasks: list[RunTask] = []
     for s in sets:
         found: dict[str, dict[str, Any]] = {}
+        shapes = {config_shape(r.config.model_dump(mode="json")) for r in s.sweep.runs}
         for base in [s.sweep.root, *kept[s.name]]:
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name.startswith("."):  # a copy or record left half-made by a crash
                     continue
-                if summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0:
+                if (summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0
+                        and _prices(summary.parent, shapes)):
                     found[summary.parent.name] = data
         to_go = {r.run_id: int(r.config.train.train_seed) for r in s.sweep.runs
                  if r.run_id not in done and r.run_id not in counted}
