@@ -18,8 +18,10 @@ this run.
 
 `--levers` adds our step under a lever as further interleaved sides, each with its ratio to the reference:
 `channels_last` (weights and images in channels-last memory format), `compile` (`torch.compile` of the network;
-its compile time, the first call, is printed apart and not in the step times) and `uniform_dropout` (dropout masks
-drawn as a uniform ≥ p, `model.dropout_mask=uniform`).
+its compile time, the first call, is printed apart and not in the step times), `uniform_dropout` (dropout masks
+drawn as a uniform ≥ p, `model.dropout_mask=uniform`) and `fused_attention` (q, k, v packed so torch runs its fused
+attention kernel forward and backward, `models.unet.use_fused_attention`; evaluation has it as
+`eval.fused_attention`, training has no such setting).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from conceptlab.train.precision import native_bf16, resolve_bf16
 from conceptlab.train.trainer import build_optimizer, train_step
 
 
-LEVERS = {"channels_last", "compile", "uniform_dropout"}
+LEVERS = {"channels_last", "compile", "uniform_dropout", "fused_attention"}
 
 
 def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, steps: int):
@@ -53,6 +55,12 @@ def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, s
         x = images.contiguous(memory_format=torch.channels_last)
     elif name == "compile":
         model.net = torch.compile(model.net)
+    elif name == "fused_attention":  # models.unet.use_fused_attention: torch's fused attention kernel, backward too
+        from conceptlab.models.unet import Attention, use_fused_attention
+
+        if not any(isinstance(m, Attention) for m in model.modules()):
+            raise SystemExit("--levers fused_attention: the preset's network has no attention (model.mid_attention)")
+        use_fused_attention(model)
     elif name == "uniform_dropout":  # model.dropout_mask=uniform: the same mask distribution, drawn as rand ≥ p
         from conceptlab.models.unet import MaskDropout
 
@@ -78,7 +86,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2, help="training steps per repetition")
     parser.add_argument("--peak-size", type=int, default=2048, help="matmul size of the dense peak")
     parser.add_argument("--levers", nargs="*", default=[], choices=sorted(LEVERS),
-                        help="our step under these levers as further sides (channels_last, compile, uniform_dropout)")
+                        help="our step under these levers as further sides (channels_last, compile, uniform_dropout, "
+                        "fused_attention)")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.peak_size = 1, 256

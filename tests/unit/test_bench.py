@@ -50,7 +50,7 @@ def test_a_bench_prints_both_sides_and_the_ratio(script, args):
 
 def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     out = run_bench("train_step.py", "--quick", "--preset", "micro", "--batch", "2", "--reps", "1",
-                    "--levers", "channels_last")
+                    "--levers", "channels_last", "fused_attention")
     assert re.search(r"train step \d+\.\d GFLOP", out), out
     # the bf16 peak is measured only where bf16 is native (emulated it is slow and no run uses it)
     assert re.search(r"dense peak bf16 .*: \d+ / \d+ GFLOP/s|dense peak bf16: not measured \(this CPU has no native", out), out
@@ -58,7 +58,9 @@ def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     # a lever is one more interleaved side with its own ratio to the same reference
     assert re.search(r"^lever channels_last: first call \d+\.\d s", out, re.M), out
     assert re.search(r"^ours\+channels_last s/step: " + SPREAD.pattern, out, re.M), out
-    assert len(RATIO.findall(out)) == 2 and "ratio training step, channels_last (reference/ours)" in out, out
+    assert re.search(r"^ours\+fused_attention s/step: " + SPREAD.pattern, out, re.M), out
+    assert len(RATIO.findall(out)) == 3 and "ratio training step, channels_last (reference/ours)" in out, out
+    assert "ratio training step, fused_attention (reference/ours)" in out, out
 
 
 def test_the_sampling_bench_times_each_lever_as_a_further_side():
