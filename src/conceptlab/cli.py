@@ -677,11 +677,10 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
                      workers: Optional[int] = None, local: bool = True,
                      train_from: Optional[list[Path]] = None) -> None:
     """What the runs still to do will cost, from the finished runs of the same sets and configs up to the seeds (here
-    or recorded in `record`;
-    without it, timed by the records committed in the repository): a measured time per run and the machines that
-    measured it, never a guess for a set no run has finished, and the wall time on `workers` local workers. With
-    `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be left for later. A
-    run that will evaluate a training another run lends (`train_from`, or a run of the plan) is priced without
+    or recorded in `record`; without it, timed by the records committed in the repository): a measured time per run
+    and the machines that measured it, never a guess for a set no run has finished, and the wall time on `workers`
+    local workers. With `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be
+    left for later. A run that will evaluate a training another run lends (`train_from`, or a run of the plan) is priced without
     training."""
     import os
 

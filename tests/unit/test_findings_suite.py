@@ -734,7 +734,7 @@ def test_run_costs_time_the_runs_to_go_from_finished_and_recorded_runs_and_guess
 def test_run_costs_price_a_set_only_by_finished_runs_of_its_configs_up_to_the_seeds(tmp_path):
     """A CI-size `--quick` run is not priced by the full-size runs of its set, nor a run by an older config of its
     set: only a finished run whose config.yaml is a planned run's but for its seeds times the runs to go (the quick
-    suite on a 2-core CPU was once priced at 1.1 h by the full-size records, for a run of about 20 min)."""
+    suite on a 2-core fp32 CPU was once priced at 1.1 h by the full-size records, for a run of 26 min)."""
     from conceptlab.experiments.findings import config_shape, run_costs
 
     suite = load_suite(_write(tmp_path, _suite(runs__a__quick={"overrides": ["train.steps=5"]})))
