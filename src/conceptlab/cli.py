@@ -680,8 +680,8 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     or recorded in `record`; without it, timed by the records committed in the repository): a measured time per run
     and the machines that measured it, never a guess for a set no run has finished, and the wall time on `workers`
     local workers. With `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be
-    left for later. A run that will evaluate a training another run lends (`train_from`, or a run of the plan) is priced without
-    training."""
+    left for later. A run that will evaluate a training another run lends (`train_from`, or a run of the plan) is
+    priced without training."""
     import os
 
     from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
