@@ -9,6 +9,7 @@ analysis versions, so a run is reused only when both match); `run_plan` runs eve
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -23,6 +24,7 @@ import pandas as pd
 import yaml
 
 from conceptlab.analysis import finding_criteria
+from conceptlab.config_base import config_hash
 from conceptlab.experiments.claims import summary_value
 from conceptlab.experiments.loading import ConfigError, parse_yaml
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
@@ -372,16 +374,16 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # ~10× faster tha
 
 def config_shape(config: dict[str, Any]) -> str:
     """A run's resolved config (`RunConfig.model_dump(mode="json")`, or a run folder's `config.yaml`) without what
-    names, stores or seeds it (`name`, `runs_dir`, the sweep seeds `SEED_KEYS`), as one string: runs of one shape
-    differ only by their seeds, so one's run time prices another's."""
-    shaped = json.loads(json.dumps(config))
+    names, stores or seeds it (`name`, `runs_dir`, the sweep seeds `SEED_KEYS`), as one key: runs of one shape
+    differ only by their seeds, so one's run time prices another's. Hashed as run ids hash configs (`config_hash`)."""
+    shaped = copy.deepcopy(config)
     shaped.pop("name", None)
     shaped.pop("runs_dir", None)
     for key in SEED_KEYS.values():
         section, name = key.split(".")
         if isinstance(shaped.get(section), dict):
             shaped[section].pop(name, None)
-    return json.dumps(shaped, sort_keys=True)
+    return config_hash(shaped)
 
 
 def _prices(folder: Path, shapes: set[str]) -> bool:
