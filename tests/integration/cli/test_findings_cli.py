@@ -147,6 +147,12 @@ def test_setup_chooses_the_findings_of_one_setup(tmp_path):
     assert "min a run (median of" in dry["paper"] and "they are not reused without --record" in dry["paper"]
     assert "hidden-emergence-paper-setup: 5 to run" in dry["paper"]
     assert re.search(r"run-hours: about \d+\.\d h of wall time on \d+ workers?", dry["paper"]), dry["paper"]
+    # a --record folder of one's own (e.g. a precision variant's records) is timed by the committed records too
+    own = runner.invoke(app, ["findings", "--setup", "paper", "--dry-run", "--root", str(tmp_path / "own"),
+                              "--record", str(tmp_path / "variant")])
+    assert own.exit_code == 0, own.output
+    own_dry = " ".join(own.output.split())
+    assert "hidden-emergence-paper-setup: 5 to run" in own_dry and "min a run (median of" in own_dry, own_dry
     listed = runner.invoke(app, ["findings", "--list", "--setup", "paper"])
     assert listed.exit_code == 0 and "hidden-emergence-p" in listed.output and "commitment-hier" not in listed.output
     one = runner.invoke(app, ["findings", "guidance-after-transition", "--setup", "fast", "--dry-run",
