@@ -687,7 +687,8 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
 
     shipped = shipped_records()  # times only, unless it is the --record folder (then its runs are reused too)
-    timing = shipped if shipped is not None and (record is None or Path(record).resolve() != shipped.resolve()) else None
+    own = record is None or shipped is None or Path(record).resolve() != shipped.resolve()
+    timing = shipped if own else None
     costs = run_costs(p, record, seeds, reuse, timing=timing, train_from=train_from)
     if timing is not None and any(c.pending and c.durations() for c in costs.values()):
         console.print(f"(run times from the records committed in {timing}; they are not reused without --record "
