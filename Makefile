@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install bench findings findings-paper-setup findings-quick findings-page clean
+.PHONY: demo test test-fast test-numerics install bench findings findings-paper-setup findings-quick findings-page clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ test: $(STAMP)
 # the fast lane: unit tests only (tests/unit), no training runs beyond a few steps
 test-fast: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist load tests/unit
+
+# the unit tests again under two other CPUs' kernels (scripts/test_numerics.sh: OpenBLAS, MKL and oneDNN forced to
+# their SSE and their AVX2 kernels), so a test that passes only with this CPU's rounding fails here, not on the next
+# machine; about 5 min on 2 cores (TESTS="tests/unit tests/integration": both, about 25 min)
+test-numerics: $(STAMP)
+	PY=$(PY) scripts/test_numerics.sh $(TESTS)
 
 # every fast-variant finding beside its controls (experiments/findings.yaml): runs the suite's report seeds (resumable,
 # runs reused only when config and code versions match, runs recorded in results/runs not run again), writes
