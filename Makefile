@@ -32,7 +32,7 @@ test-fast: $(STAMP)
 
 # the unit tests again under two other CPUs' kernels (scripts/test_numerics.sh: OpenBLAS, MKL and oneDNN forced to
 # their SSE and their AVX2 kernels), so a test that passes only with this CPU's rounding fails here, not on the next
-# machine; about 5 min on 2 cores (TESTS="tests/unit tests/integration": both, about 25 min)
+# machine; 6 min on 2 idle cores (TESTS="tests/unit tests/integration" for both, over 20 min a set)
 test-numerics: $(STAMP)
 	PY=$(PY) scripts/test_numerics.sh $(TESTS)
 
