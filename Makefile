@@ -32,7 +32,7 @@ test-fast: $(STAMP)
 
 # the unit tests again under two other CPUs' kernels (scripts/test_numerics.sh: OpenBLAS, MKL and oneDNN forced to
 # their SSE and their AVX2 kernels), so a test that passes only with this CPU's rounding fails here, not on the next
-# machine; 6 min on 2 idle cores (TESTS="tests/unit tests/integration" for both, over 20 min a set)
+# machine; 6 min on 2 idle cores (TESTS="tests/unit tests/integration" for both)
 test-numerics: $(STAMP)
 	PY=$(PY) scripts/test_numerics.sh $(TESTS)
 
