@@ -679,16 +679,16 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     """What the runs still to do will cost, from the finished runs of the same sets and configs up to the seeds (here,
     recorded in `record`, and the records committed in the repository, which time runs but are reused only when they
     are `record`): a measured time per run and the machines that measured it, never a guess for a set no run has
-    finished, and the wall time on `workers` local workers. With `seeds` (`--seeds`), only those report seeds' runs are to run now; the rest are said to be
-    left for later. A run that will evaluate a training another run lends (`train_from`, or a run of the plan) is
-    priced without training."""
+    finished, and the wall time on `workers` local workers. With `seeds` (`--seeds`), only those report seeds' runs
+    are to run now; the rest are said to be left for later. A run that will evaluate a training another run lends
+    (`train_from`, or a run of the plan) is priced without training."""
     import os
 
     from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
 
     shipped = shipped_records()  # times only, unless it is the --record folder (then its runs are reused too)
-    own = record is None or shipped is None or Path(record).resolve() != shipped.resolve()
-    timing = shipped if own else None
+    is_record = shipped is not None and record is not None and Path(record).resolve() == shipped.resolve()
+    timing = None if is_record else shipped
     costs = run_costs(p, record, seeds, reuse, timing=timing, train_from=train_from)
     if timing is not None and any(c.pending and c.durations() for c in costs.values()):
         console.print(f"(run times from the records committed in {timing}; they are not reused without --record "
