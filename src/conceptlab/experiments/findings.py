@@ -40,7 +40,7 @@ from conceptlab.experiments.sweep import (
 from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
 from conceptlab.plugins import resolve
-from conceptlab.store.files import read_json, read_parquet, write_json
+from conceptlab.store.files import read_json, read_parquet, write_json, yaml_without_aliases
 from conceptlab.store.index import flatten
 from conceptlab.store.records import is_record, record_run
 from conceptlab.store.run_folder import RunFolder
@@ -369,9 +369,6 @@ class RunCost:
         return first if wave == 1 else second if wave == 2 else first + second
 
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # ~10× faster than PyYAML's own: hundreds of records
-
-
 def config_shape(config: dict[str, Any]) -> str:
     """A run's resolved config (`RunConfig.model_dump(mode="json")`, or a run folder's `config.yaml`) without what
     names, stores or seeds it (`name`, `runs_dir`, the sweep seeds `SEED_KEYS`), as one key: runs of one shape
@@ -390,8 +387,8 @@ def _prices(folder: Path, shapes: set[str]) -> bool:
     """Whether the finished run in `folder` can time runs of these shapes: its `config.yaml` is one of them up to the
     seeds (`config_shape`). A folder without a readable config is kept (as before configs were compared)."""
     try:
-        config = yaml.load((folder / "config.yaml").read_text(), Loader=_YAML_LOADER)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        config = yaml_without_aliases((folder / "config.yaml").read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return True
     return not isinstance(config, dict) or config_shape(config) in shapes
 

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - Windows
 import numpy as np
 import pandas as pd
 import torch
+import yaml
 from safetensors.torch import load_file, save_file
 
 
@@ -238,3 +239,14 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # ~10× faster than PyYAML's own: hundreds of configs
+
+
+def yaml_without_aliases(text: str) -> Any:
+    """A YAML document that uses no alias (the configs conceptlab writes use none; followed aliases can expand a few
+    hundred bytes to gigabytes), else None."""
+    if "*" in text and any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=YAML_LOADER)):
+        return None
+    return yaml.load(text, Loader=YAML_LOADER)

@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from conceptlab.messages import one_line, shown
+from conceptlab.store.files import yaml_without_aliases
 from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder
 
 TABLES = {
@@ -62,7 +63,6 @@ TABLES = {
 EVAL_TABLE = "eval_steps"
 _SKIP_DIRS = INNER_FOLDERS | {"__pycache__", "node_modules"}
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 MAX_FILE_BYTES = 16 << 20  # a run folder's config.yaml / summary.json / status.json read by the index
 MAX_ROWS = 1_000_000  # rows `runs query` returns (add a LIMIT for more)
 _MISSING_COLUMN = re.compile(r'(?:Referenced column|does not have a column named) "([^"]+)"')
@@ -119,12 +119,6 @@ def _read(path: Path, parse, warnings: list[str] | None = None) -> Any:
         return None
 
 
-def _yaml_without_aliases(text: str) -> Any:
-    """A YAML document that uses no alias (the configs conceptlab writes use none; followed aliases can expand a few
-    hundred bytes to gigabytes), else None."""
-    if "*" in text and any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(text, Loader=_Loader)):
-        return None
-    return yaml.load(text, Loader=_Loader)
 
 
 def _readable_parquet(path: Path, warnings: list[str]) -> bool:
@@ -142,7 +136,7 @@ def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dic
     """The `runs` row of one run folder: id, status, flattened config, summary scalars (an unreadable file of the
     folder is left out, with a warning naming it)."""
     folder = RunFolder(run_dir)
-    config = _read(folder.config, _yaml_without_aliases, warnings)
+    config = _read(folder.config, yaml_without_aliases, warnings)
     summary = _read(folder.summary, json.loads, warnings)
     status = _read(folder.status, json.loads, warnings)
     config = config if isinstance(config, dict) else {}
