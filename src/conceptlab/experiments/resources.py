@@ -170,11 +170,8 @@ def estimate_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEs
     keys = {"data": needs.data_keys, "evaluation": needs.eval_keys}
     parts["evaluation"] = int(needs.evaluation)
     if dgp is not None:
-        shape = (dgp.channels, dgp.image_size, dgp.image_size)
         try:
-            with torch.random.fork_rng(devices=[]), torch.device("meta"):
-                net = build_network(cfg.model, dgp.prompt_dim, dgp.channels, dgp.null_label)
-            use = network_footprint(net, shape, dgp.prompt_dim, cfg.train.batch_size, needs.eval_batch)
+            use = _footprint(cfg.model, dgp, cfg.train.batch_size, needs.eval_batch)
         except (RuntimeError, ValueError, OverflowError) as err:  # shapes the network cannot take, or sizes past int64
             sizes = _with_values(cfg, "data.image_size, model.widths, model.pixel_unshuffle, train.batch_size")
             raise ConfigError(one_line(f"the network cannot run on these shapes ({sizes}): {err}")) from None
@@ -187,6 +184,23 @@ def estimate_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEs
         keys["model"] = "model.widths, model.blocks_per_level"
         keys["training"] = "train.batch_size, model.widths, data.image_size"
     return MemoryEstimate(parts, {k: v for k, v in keys.items() if v})
+
+
+_FOOTPRINTS: dict[tuple, dict[str, int]] = {}  # a network's footprint per (model config, data shapes, batches)
+
+
+def _footprint(model_cfg, dgp, train_batch: int, eval_batch: int) -> dict[str, int]:
+    """`network_footprint` of the network `model_cfg` builds for `dgp`'s shapes, built on the meta device; kept per
+    process by everything it depends on (sizing one takes about half a second on a CPU, and a process that prepares
+    many runs, a dry run of each preset say, sizes the same few networks again)."""
+    shape = (dgp.channels, dgp.image_size, dgp.image_size)
+    key = (type(model_cfg).__qualname__, model_cfg.model_dump_json(), shape, dgp.prompt_dim, repr(dgp.null_label),
+           train_batch, eval_batch)
+    if key not in _FOOTPRINTS:
+        with torch.random.fork_rng(devices=[]), torch.device("meta"):
+            net = build_network(model_cfg, dgp.prompt_dim, dgp.channels, dgp.null_label)
+        _FOOTPRINTS[key] = network_footprint(net, shape, dgp.prompt_dim, train_batch, eval_batch)
+    return dict(_FOOTPRINTS[key])
 
 
 def check_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEstimate:

@@ -35,6 +35,25 @@ def test_every_part_is_counted_and_follows_its_keys():
     assert 3 < wider.parts["model"] / base.parts["model"] < 5  # about 4× the parameters
 
 
+def test_a_network_is_sized_once_per_process_and_again_for_anything_it_depends_on(monkeypatch):
+    import conceptlab.experiments.resources as resources
+
+    calls = []
+    real = resources.network_footprint
+
+    def counted(net, *args):
+        calls.append(args)
+        return real(net, *args)
+
+    monkeypatch.setattr(resources, "network_footprint", counted)
+    monkeypatch.setattr(resources, "_FOOTPRINTS", {})
+    first, again = _estimate("micro"), _estimate("micro", ["train.lr=0.01"])  # another run, the same network
+    assert len(calls) == 1 and again.parts["training"] == first.parts["training"]
+    for other in (["model.widths=[32,64]"], ["train.batch_size=256"], ["data.image_size=16"]):
+        _estimate("micro", other)
+    assert len(calls) == 4  # the widths, the batch and the image shape each size it anew
+
+
 def test_the_study_part_is_known_before_the_data_is_built():
     cfg = load_config("bumps-micro", ["data.spacing=[0.01,0.01]"])
     needs = study_memory(cfg)
