@@ -8,7 +8,8 @@ For each preset (read with `conceptlab.experiments.loading.load_config`) it meas
 - checkpoints: their number (`checkpoint_schedule`) × one save of the weights and the full training state;
 - evaluation: per evaluated checkpoint, the study's own per-checkpoint measurements (shapes: the concept-space
   reading and the interventions; bumps: composition and geometry), timed at 1 and 2 sampler steps and extended
-  linearly to the configured steps (the network passes are the same every step; one untimed call first);
+  linearly to the configured steps (the network passes are the same every step; one untimed call first); those
+  that sample nothing (the geometry and its controls) are timed once;
   the bumps study's once-only measurements (the final checkpoint's controls, the summary's topology) once.
 
 The network and probe are freshly initialised: throughput does not depend on the weights. Not counted: the concept
@@ -43,6 +44,9 @@ from conceptlab.train.precision import resolve_bf16
 from conceptlab.train.trainer import build_optimizer, train_step
 
 QUICK = {"micro": []}  # --quick: presets small enough for a test
+
+
+SAMPLING = ("concept_space", "interventions", "composition")  # the measurements whose cost grows with sampler steps
 
 
 def evaluated(n_checkpoints: int, every: int | None) -> int:
@@ -161,6 +165,8 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
             for k in (1, 2):
                 cfg_k, _, _, ms, once = measurements(preset, overrides, k, folder)
                 for m in ms:
+                    if k == 2 and m.name not in SAMPLING:
+                        continue  # its cost does not depend on the sampler's steps: timed once
                     if k == 1:
                         m.measure(1)  # untimed: first-call costs (allocator, kernels, the patching reference)
                     seconds = timed(lambda: m.measure(1))
@@ -170,16 +176,19 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
         full = cfg.eval.composition.sample_steps if cfg.data.kind == "bumps" else None
         full = full or cfg.eval.sample_steps or cfg.diffusion.sample_steps
         eval_total = 0.0
-        for name, (t1, t2) in ((n, v) for n, v in per_ckpt.items() if not n.endswith("/every")):
+        for name, times in ((n, v) for n, v in per_ckpt.items() if not n.endswith("/every")):
             every = per_ckpt[name + "/every"]
             count = evaluated(n_ckpt, every)  # type: ignore[arg-type]
-            slope = max(t2 - t1, 0.0)
-            base = max(t1 - slope, 0.0)
-            depends = name in ("concept_space", "interventions", "composition")
-            cost = base + slope * full if depends else statistics.mean((t1, t2))
+            depends = name in SAMPLING
+            if depends:
+                t1, t2 = times
+                slope = max(t2 - t1, 0.0)
+                cost = max(t1 - slope, 0.0) + slope * full
+            else:
+                cost = times[0]
             eval_total += count * cost
             how = (f"{t1:.2f} s at 1 sampler step, {t2:.2f} s at 2 -> {cost:.1f} s at {full}" if depends
-                   else f"{cost:.2f} s (no sampling)")
+                   else f"{cost:.2f} s (no sampling, timed once)")
             print(f"  evaluation {name}: {count} checkpoints x {how} = {hms(count * cost)}")
         if once is not None:
             topo_s = timed(once)
