@@ -1594,6 +1594,9 @@ def report(
     region and data efficiency for bump worlds; each claim's verdict against its controls where the spec declares a
     controls block; then report.html with a table of its runs linking to their own reports."""
     path = _run_folder(Path(target))
+    if not path.exists() and ("/" in target or target.endswith((".yaml", ".yml"))):  # a path, not a sweep's name
+        _fail(f"{shown(target)}: no such file or folder (report takes a run folder, a sweep folder, a folder "
+              "holding runs, a sweep spec or a shipped sweep's name)")
     if path.is_dir() and (path / "config.yaml").is_file() and not (path / "manifest.json").is_file():
         return _report_run(path)
     from conceptlab.experiments.sweep import MANIFEST, sweep_root_of

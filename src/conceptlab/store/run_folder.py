@@ -172,6 +172,9 @@ class RunFolder:
 
     def read_summary(self) -> dict:
         """The run's summary; FileNotFoundError when it has none, ValueError (naming the file) when it is not JSON."""
+        if not self.root.is_dir():
+            raise FileNotFoundError(f"{self.root}: no such run folder" if not self.root.exists()
+                                    else f"{self.root} is not a folder (a run folder holds its config and summary)")
         if not self.summary.is_file():
             raise FileNotFoundError(f"{self.root} has no {SUMMARY} (run unfinished? resume it with conceptlab resume)")
         try:

@@ -68,7 +68,7 @@ def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
         (["run", "micro", "train.no_such_key=1"], "unknown config key 'train.no_such_key'"),
         (["run", "micro", "data.color_separation=-0.2"], "bad value for data.color_separation: -0.2"),
         (["run", "micro", "data.held_out_classes=[00,01,10,11]"], "removes every training class"),
-        (["runs", "show", "/nonexistent/run"], "no summary.json"),
+        (["runs", "show", "/nonexistent/run"], "/nonexistent/run: no such run folder"),
         (["resume", "/nonexistent/run"], "not a run folder"),
     ],
 )

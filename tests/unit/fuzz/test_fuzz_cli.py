@@ -250,3 +250,14 @@ def _usage(fuzzer, case):
 def test_a_usage_error_is_one_line_naming_the_argument(fuzzer):
     _usage(fuzzer)
     assert fuzzer.count >= 50
+
+
+def test_a_path_that_is_not_there_is_called_missing_not_unfinished_or_an_unknown_sweep(fuzzer):
+    """`runs show` said "has no summary.json (run unfinished? resume it …)" and `report` "unknown sweep" for a
+    folder that does not exist; each now says it is not there."""
+    fuzzer.refuse(["runs", "show", "nowhere/run"], ["nowhere/run: no such run folder"])
+    (fuzzer.root / "a-file").write_text("x")
+    fuzzer.refuse(["runs", "show", "a-file"], ["a-file is not a folder"])
+    for target in ("nowhere/run", "nowhere.yaml"):
+        fuzzer.refuse(["report", target], [f"{target}': no such file or folder"])
+    fuzzer.refuse(["report", "no-such-sweep"], ["unknown sweep 'no-such-sweep'"])  # a bare name: the sweeps listed
