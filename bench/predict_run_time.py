@@ -9,8 +9,8 @@ For each preset (read with `conceptlab.experiments.loading.load_config`) it meas
 - evaluation: per evaluated checkpoint, the study's own per-checkpoint measurements (shapes: the concept-space
   reading and the interventions; bumps: composition and geometry), timed at 1 and 2 sampler steps and extended
   linearly to the configured steps (the network passes are the same every step; one untimed call first); those
-  that sample nothing (the geometry and its controls) are timed once;
-  the bumps study's once-only measurements (the final checkpoint's controls, the summary's topology) once.
+  that sample nothing (the geometry and its controls) are timed in one call, not again at 2 steps; the bumps
+  study's once-only measurements (the final checkpoint's controls, the summary's topology) are counted once.
 
 The network and probe are freshly initialised: throughput does not depend on the weights. Not counted: the concept
 probe's training when it is not cached (once per machine), the summary's tables and figures, process start.
