@@ -128,7 +128,7 @@ def spec_text(source: str) -> tuple[str, str, Path | None]:
     if path.is_file():
         name = path.stem if path.name != SPEC_COPY else path.parent.resolve().name
         return name, read_text_file(path, "sweep spec"), path.parent
-    if source.endswith((".yaml", ".yml")) or path.exists():
+    if source.endswith((".yaml", ".yml")) or "/" in source or path.exists():  # a path: never a shipped name
         read_text_file(path, "sweep spec")  # says why it cannot be read: missing, not a regular file, ...
     if source not in sweep_names():
         raise ConfigError(f"unknown sweep {shown(source)}; available: {', '.join(sweep_names())} (or a YAML file)")

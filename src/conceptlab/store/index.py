@@ -119,8 +119,6 @@ def _read(path: Path, parse, warnings: list[str] | None = None) -> Any:
         return None
 
 
-
-
 def _readable_parquet(path: Path, warnings: list[str]) -> bool:
     """True when the whole Parquet file reads; else False and a warning naming it."""
     try:

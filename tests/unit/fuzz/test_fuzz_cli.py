@@ -261,3 +261,5 @@ def test_a_path_that_is_not_there_is_called_missing_not_unfinished_or_an_unknown
     for target in ("nowhere/run", "nowhere.yaml"):
         fuzzer.refuse(["report", target], [f"{target}': no such file or folder"])
     fuzzer.refuse(["report", "no-such-sweep"], ["unknown sweep 'no-such-sweep'"])  # a bare name: the sweeps listed
+    for command in (["sweep", "run"], ["sweep", "status"]):  # the sweep commands resolve a path the same way
+        fuzzer.refuse([*command, "nowhere/sweep"], ["sweep spec 'nowhere/sweep' does not exist"])
