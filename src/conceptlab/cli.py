@@ -319,8 +319,8 @@ def show(run_dir: Path, as_json: bool = False) -> None:
     console.file.write(captured.get())
 
 
-_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "threads", "seconds", "figures",
-                "provenance", "disk_bytes", "invocations", "seconds_all_invocations"}
+_COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "bf16", "precision", "threads", "seconds",
+                "figures", "provenance", "disk_bytes", "invocations", "seconds_all_invocations"}
 
 
 def _concept_space_kind(kind) -> bool:
@@ -342,6 +342,12 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
         _print_concept_space(summary)
     if "seconds" in summary:
         console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()), markup=False)
+    if "precision" in summary or "bf16" in summary:  # summaries before `precision` name the last invocation's
+        from conceptlab.experiments.provenance import precision_name
+
+        made = summary.get("precision") or precision_name(bool(summary.get("bf16")))
+        console.print(f"precision: {made} ({summary.get('device', '?')}, {summary.get('threads', '?')} threads)",
+                      markup=False)
     if "disk_bytes" in summary:
         console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}", markup=False)
     console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])), markup=False)

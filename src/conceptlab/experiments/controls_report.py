@@ -145,7 +145,8 @@ def controls_report(root: Path) -> dict:
         "claims": claims,
         "runs": {r["run_id"]: {"seed": r["seed"], **{k: (r["summary"].get("provenance") or {}).get(k) for k in
                                                        ("git_commit", "git_dirty", "versions", "cpu")},
-                                "bf16": r["summary"].get("bf16"), "threads": r["summary"].get("threads")}
+                                "bf16": r["summary"].get("bf16"),
+                                "precision": r["summary"].get("precision"), "threads": r["summary"].get("threads")}
                  for r in runs},
         "report_made_by": {"package": package_version(), "git_commit": commit, "git_dirty": dirty,
                            "cpu": cpu_model(), "time": time.strftime("%Y-%m-%dT%H:%M:%S")},

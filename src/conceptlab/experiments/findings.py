@@ -27,7 +27,7 @@ from conceptlab.analysis import finding_criteria
 from conceptlab.config_base import config_hash
 from conceptlab.experiments.claims import summary_value
 from conceptlab.experiments.loading import ConfigError, parse_yaml
-from conceptlab.experiments.provenance import cpu_model, git_state, package_version
+from conceptlab.experiments.provenance import cpu_model, git_state, package_version, precision_name
 from conceptlab.experiments.executors import RunTask
 from conceptlab.experiments.findings_spec import (
     SCALES, FindingSpec, RunSetSpec, Selector, StepBefore, StepWindow, Suite, Variant, claim_criteria, select,
@@ -322,12 +322,9 @@ def trainers_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return list(((summary.get("provenance") or {}).get("trained_in") or {}).get("invocations") or [])
 
 
-def precision_name(bf16: bool) -> str:
-    """How a run's precision is named in costs and reports."""
-    return "bf16 autocast" if bf16 else "fp32"
-
-
 def precision_of(summary: dict[str, Any]) -> str:
+    """A run's precision: its summary's `precision` (`provenance.run_precision`: `mixed: …` where invocations in
+    different precisions made it; summaries written before the field have only `bf16`, the last invocation's)."""
     return summary.get("precision") or precision_name(bool(summary.get("bf16")))
 
 

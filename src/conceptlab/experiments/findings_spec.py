@@ -63,7 +63,7 @@ SCALES = ("quick", "full", "paper")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9\-]*$")
 # keys the run driver writes into every run's summary, whatever its study (reconstruction_phase: a VDM's runs only)
 COMMON_SECTIONS = frozenset({"run", "name", "kind", "config_hash", "training_images", "parameters", "device", "bf16",
-                             "threads", "provenance", "seconds", "invocations", "seconds_all_invocations",
+                             "precision", "threads", "provenance", "seconds", "invocations", "seconds_all_invocations",
                              "disk_bytes", "figures", "final_step", "checkpoints", "reconstruction_phase"})
 
 

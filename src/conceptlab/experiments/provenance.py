@@ -91,3 +91,53 @@ def invocation(cfg, device: torch.device, bf16: bool) -> dict[str, Any]:
         "threads": torch.get_num_threads(),
         "host": socket.gethostname(),
     }
+
+
+# -- the precision a run's numbers were made in ------------------------------------------------------------------------
+# Each invocation of the run driver records what it did once it has done it: `trained` ([from, to] steps, or None when
+# it trained nothing) and `measured` (how many checkpoints it measured). An invocation without these keys (killed before
+# it wrote them, or recorded by code older than them) may have done either, and counts as having done both.
+TRAINED, MEASURED = "trained", "measured"
+
+
+def precision_name(bf16: bool) -> str:
+    """How a precision is named in summaries, costs and reports."""
+    return "bf16 autocast" if bf16 else "fp32"
+
+
+def invocation_precision(invocation: dict[str, Any]) -> str | None:
+    """The precision one invocation record ran in (None: the record does not say)."""
+    return precision_name(bool(invocation["bf16"])) if "bf16" in invocation else None
+
+
+def trained_anything(invocation: dict[str, Any]) -> bool:
+    return invocation.get(TRAINED, "unrecorded") is not None
+
+
+def measured_anything(invocation: dict[str, Any]) -> bool:
+    return bool(invocation.get(MEASURED, 1))
+
+
+def training_precisions(invocations: list[dict[str, Any]]) -> set[str]:
+    """The precisions of the invocations that trained (or may have: see above), where their records say."""
+    return {p for inv in invocations if trained_anything(inv) and (p := invocation_precision(inv)) is not None}
+
+
+def run_precision(invocations: list[dict[str, Any]], lent: list[dict[str, Any]] | None = None) -> str | None:
+    """The precision of a finished run's numbers: `invocations` are the folder's own (the last one, which wrote the
+    summary, evaluated), `lent` those of the run that trained it where it reused another run's training
+    (`experiments.training_reuse`). One name when every invocation that trained or measured ran in one precision;
+    `mixed: trained in …, evaluated in …` when they did not (a run resumed on a machine that resolves `train.bf16:
+    null` the other way); None when no record says."""
+    if not invocations:
+        return None
+    trained = training_precisions(list(lent) if lent else invocations)
+    evaluated = {p for inv in invocations[:-1] if measured_anything(inv) and (p := invocation_precision(inv))}
+    if (last := invocation_precision(invocations[-1])) is not None:
+        evaluated.add(last)
+    if not trained and not evaluated:
+        return None
+    if len(trained | evaluated) == 1:
+        return next(iter(trained | evaluated))
+    return (f"mixed: trained in {' + '.join(sorted(trained)) or 'unrecorded'}, "
+            f"evaluated in {' + '.join(sorted(evaluated)) or 'unrecorded'}")

@@ -33,7 +33,17 @@ from conceptlab.analysis.vlb_terms import has_vlb_terms, reconstruction_phase
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
-from conceptlab.experiments.provenance import analysis_versions, invocation
+from conceptlab.experiments.provenance import (
+    MEASURED,
+    TRAINED,
+    analysis_versions,
+    invocation,
+    invocation_precision,
+    measured_anything,
+    run_precision,
+    trained_anything,
+    training_precisions,
+)
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
 from conceptlab.experiments.training_reuse import TRAINED_IN
 from conceptlab.messages import shown
@@ -386,7 +396,12 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     data_summary = dgp.describe()
     bf16 = resolve_bf16(cfg.train.bf16, device)
     this = invocation(cfg, device, bf16)
-    write_json(run.provenance, {"format": FORMAT, "versions": this["versions"], "invocations": [*earlier, this]})
+
+    def record_invocation() -> None:  # again once this invocation has trained and once it has measured
+        write_json(run.provenance, {"format": FORMAT, "versions": this["versions"], "invocations": [*earlier, this]})
+
+    record_invocation()
+    _warn_mixed_precision(run, earlier, this, console)
     write_json(run.data, data_summary)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
@@ -396,12 +411,18 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         record_timing(run, {"train": round(train_seconds, 2), "total": round(time.perf_counter() - began, 2)},
                       invocation=key, finished=False)
 
+    trained_from = run.trained_step()
     train_seconds = train_stage(cfg, run, dgp, model, console, progress, so_far)
     so_far(train_seconds)
+    this[TRAINED] = [trained_from, run.trained_step()] if run.trained_step() > trained_from else None
+    record_invocation()
     if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
         write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     reused = read_json(run.training).get(TRAINED_IN)  # training done by another run (experiments.training_reuse)
+    measured_before = run.measurement_times()
     fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
+    this[MEASURED] = sum(t != measured_before.get(s) for s, t in run.measurement_times().items())
+    record_invocation()
     summary = {
         "run": run.name,
         "name": cfg.name,
@@ -412,6 +433,7 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         "parameters": n_params,
         "device": str(device),
         "bf16": bf16,
+        "precision": run_precision([*earlier, this], (reused or {}).get("invocations")),
         "threads": torch.get_num_threads(),
         "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
                                             "gpu", "host")},
@@ -428,6 +450,23 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     write_json(run.summary, summary)
     write_report(run, console)
     return summary
+
+
+def _warn_mixed_precision(run: RunFolder, earlier: list[dict], this: dict, console: Console) -> None:
+    """Say so when earlier invocations of this run (or the run whose training it reuses) ran in another precision
+    than this one: with `train.bf16: null` the precision follows the machine, and the run's numbers will mix both
+    (its summary's `precision` says `mixed: …`)."""
+    lent = ((read_json(run.training) if run.training.is_file() else {}).get(TRAINED_IN) or {}).get("invocations")
+    before = training_precisions(lent) if lent else set()
+    before |= {p for inv in earlier if (trained_anything(inv) or measured_anything(inv))
+               and (p := invocation_precision(inv)) is not None}
+    now = invocation_precision(this)
+    if before - {now}:
+        console.print(f"[yellow]warning:[/] {shown(str(run.root))}: earlier work on this run ran in "
+                      f"{' + '.join(sorted(before))}, this invocation runs in {now} (train.bf16: null follows the "
+                      "machine): its numbers will mix both, and its summary's precision will say so. To keep one "
+                      "precision, continue it on a machine like the first, or start a new run.",
+                      highlight=False, soft_wrap=True)
 
 
 def write_report(run: RunFolder, console: Console) -> Path | None:

@@ -2,7 +2,9 @@
 
 Two runs train the same weights (on one machine: a lender's weights are its machine's, and its record says which)
 when their configs agree on everything that determines training (the data, model,
-diffusion and train sections: `RunConfig.training_hash`) and the code that trains them is the same: the same
+diffusion and train sections: `RunConfig.training_hash`), they train in the same precision (`train.bf16: null`
+resolves per machine, so a lender trained where it resolved otherwise is refused) and the code that trains them is the
+same: the same
 training-loop version (`provenance.TRAINING_VERSION`) and a study version whose data-generating process is the current
 one (from the study's `data_since` to its `version`; a study bumps `version` for any change to its numbers, and
 `data_since` with it only when the training data change). Such runs differ in their evaluation only, e.g. a sweep over
@@ -26,12 +28,13 @@ from typing import Iterable
 
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
-from conceptlab.experiments.provenance import TRAINING_VERSION, analysis_versions
+from conceptlab.experiments.provenance import TRAINING_VERSION, analysis_versions, precision_name, training_precisions
 from conceptlab.store.files import read_json, write_json, write_text
 from conceptlab.store.index import find_run_dirs, flatten
 from conceptlab.store.run_folder import FORMAT, RunFolder
 from conceptlab.studies import study_for
 from conceptlab.train.checkpoints import checkpoint_schedule, training_state_step
+from conceptlab.train.precision import resolve_bf16, resolve_device
 
 TRAINED_IN = "trained_in"  # the key in training.json (and in summary.json's provenance) naming the donor
 
@@ -65,7 +68,8 @@ def training_differences(cfg: RunConfig, other: RunConfig, limit: int = 5) -> li
 def donor_refusal(cfg: RunConfig, folder: Path) -> str | None:
     """Why the run folder `folder` cannot lend `cfg` its training (one line), or None when it can: it must hold the
     same training (same training hash), made by the current training loop and a study version with the current data,
-    trained to the last step, every scheduled checkpoint on disk and none pruned."""
+    in the precision this run would train in on this machine (`train.bf16: null` follows the machine; a record
+    that does not say is taken as it), trained to the last step, every scheduled checkpoint on disk and none pruned."""
     return _examine(cfg, folder)[0]
 
 
@@ -97,7 +101,13 @@ def _refusal(cfg: RunConfig, run: RunFolder, record: dict) -> str | None:
         trained = run.trained_step()
         if trained < cfg.train.steps:
             return f"it has trained to step {trained} of {cfg.train.steps}"
-        pruned = read_json(run.training).get("pruned", []) if run.training.is_file() else []
+        done = read_json(run.training) if run.training.is_file() else {}
+        pruned = done.get("pruned", [])
+        lent = (done.get(TRAINED_IN) or {}).get("invocations")  # it reused a training too: that one's invocations
+        precisions = training_precisions(lent or record.get("invocations") or [])
+        here = precision_name(resolve_bf16(cfg.train.bf16, resolve_device(cfg.train.device)))
+        if precisions and precisions != {here}:
+            return f"it was trained in {' + '.join(sorted(precisions))}; this run would train in {here} here"
     except (ConfigError, OSError, ValueError, KeyError, TypeError, RecursionError) as err:
         return f"it cannot be read ({type(err).__name__}: {str(err)[:200]})"
     if pruned:

@@ -13,7 +13,8 @@
       *_samples.safetensors    a few generations per checkpoint, for the figures
       summary.json             written last: a run with a summary is complete
       provenance.json          the folder's format, and per invocation: code version (package, git commit),
-                               analysis versions, torch, CPU/GPU, precision, host
+                               analysis versions, torch, CPU/GPU, precision, host, and what it did (steps
+                               trained, checkpoints measured)
       training.json            written when training is done: the final step (and what retention pruned)
       timings.jsonl            seconds of every invocation (a resumed run has several; a killed one keeps its training
                                seconds up to its last checkpoint)

@@ -20,18 +20,23 @@ from conceptlab.studies import study_for
 STEPS = ["train.steps=20", "train.checkpoint_steps=[10,20]"]
 
 
-def _folder(path: Path, overrides=(), steps=(10, 20), trained=20, versions=None, pruned=()) -> Path:
-    """A run folder as the run driver leaves it after training (checkpoint files are placeholders)."""
+def _folder(path: Path, overrides=(), steps=(10, 20), trained=20, versions=None, pruned=(), invocations=None,
+            lent=None) -> Path:
+    """A run folder as the run driver leaves it after training (checkpoint files are placeholders); `lent`: the
+    invocations of a training it reused itself."""
     cfg = load_config("micro", STEPS + list(overrides))
     run = RunFolder(path)
     run.checkpoints.mkdir(parents=True)
     run.config.write_text(config_to_yaml(cfg))
     run.provenance.write_text(json.dumps({"format": FORMAT, "versions": versions or analysis_versions(cfg),
-                                          "invocations": [{"host": "lender", "git_commit": "abc"}]}))
+                                          "invocations": invocations or [{"host": "lender", "git_commit": "abc"}]}))
     for step in steps:
         (run.checkpoints / f"step_{step:07d}.safetensors").write_bytes(b"weights")
         (run.checkpoints / f"step_{step:07d}.json").write_text("{}")
-    run.training.write_text(json.dumps({"step": trained, "pruned": list(pruned)}))
+    record = {"step": trained, "pruned": list(pruned)}
+    if lent is not None:
+        record["trained_in"] = {"folder": "elsewhere", "run_id": "x", "invocations": lent}
+    run.training.write_text(json.dumps(record))
     return path
 
 
@@ -86,6 +91,31 @@ def test_the_refusal_says_why_in_one_line(tmp_path):
         why = donor_refusal(cfg, _folder(tmp_path / str(i), **kwargs))
         assert why is not None and message in why and "\n" not in why, (message, why)
     assert "not a run folder" in donor_refusal(cfg, tmp_path)
+
+
+def test_a_folder_trained_in_another_precision_does_not_lend(tmp_path):
+    """`train.bf16: null` resolves per machine: a lender trained where it resolved the other way made other weights
+    than this run would, so the run trains here instead; an evaluation-only invocation of the lender in this
+    precision changes nothing, and a lender that reused a training itself is judged by that training's record."""
+    from conceptlab.experiments.training_reuse import donor_refusal
+    from conceptlab.train.precision import resolve_bf16
+
+    cfg = load_config("micro", STEPS)
+    here = resolve_bf16(cfg.train.bf16, "cpu")
+    name = {True: "bf16 autocast", False: "fp32"}
+    same, other = {"bf16": here}, {"bf16": not here}
+    assert donor_refusal(cfg, _folder(tmp_path / "A", invocations=[{**same, "trained": [0, 20]}])) is None
+    why = donor_refusal(cfg, _folder(tmp_path / "B", invocations=[{**other, "trained": [0, 20]},
+                                                                   {**same, "trained": None, "measured": 2}]))
+    assert why == f"it was trained in {name[not here]}; this run would train in {name[here]} here"
+    assert find_donor(cfg, [tmp_path / "B", tmp_path / "A"]).folder == tmp_path / "A"
+    # resumed on the other machine mid-training: both precisions trained it
+    assert "trained in bf16 autocast + fp32" in donor_refusal(
+        cfg, _folder(tmp_path / "C", invocations=[{**same, "trained": [0, 10]}, {**other}]))
+    assert donor_refusal(cfg, _folder(tmp_path / "D", invocations=[{**other, "trained": None, "measured": 2}],
+                                      lent=[{**same, "trained": [0, 20]}])) is None
+    assert "it was trained in" in donor_refusal(
+        cfg, _folder(tmp_path / "E", invocations=[{**same, "trained": None}], lent=[{**other, "trained": [0, 20]}]))
 
 
 def test_a_study_declares_since_which_version_its_data_are_the_same(tmp_path, monkeypatch):
