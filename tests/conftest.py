@@ -38,6 +38,19 @@ FIRST = [
 EARLY = ("test_gpu_scale_preset_runs_end_to_end_on_the_cpu",)  # ≈ 2 min over its presets, one test each
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The precision runs used here, beside the durations: on a CPU without native bf16 the findings tests train in
+    fp32 and take about twice as long (docs/benchmarks.md, "The test suite's cost")."""
+    from conceptlab.train.precision import resolve_bf16
+
+    if resolve_bf16(None, "cpu"):
+        line = "conceptlab: this CPU has native bf16, so runs (the findings tests among them) used bf16 autocast"
+    else:
+        line = ("conceptlab: this CPU has no native bf16, so runs (the findings tests among them) used fp32, about "
+                "twice as long as under bf16 (docs/benchmarks.md, \"The test suite's cost\")")
+    terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Findings tests first (those named in FIRST in that order, any others after them), then the tests of
     `xdist_group` modules and the GPU-preset smoke test (the other large work units: a group runs on one worker as
