@@ -299,7 +299,7 @@ def compare_run(a: Path, b: Path, patterns: Iterable[str] = IGNORED, tol: Tolera
     """One run made twice (two folders of the same run id): its summary field by field and every run-level table
     (`*.parquet` directly in the folder) both folders hold."""
     patterns = tuple(patterns)
-    sa, sb = read_json(a / "summary.json"), read_json(b / "summary.json")
+    sa, sb = _with_precision(read_json(a / "summary.json")), _with_precision(read_json(b / "summary.json"))
     pair = RunPair(a.name, a.parent.name)
     pair.fields, pair.differing = compare_summaries(sa, sb, patterns, tol)
     names_a = {p.name for p in a.glob("*.parquet")}
@@ -312,6 +312,16 @@ def compare_run(a: Path, b: Path, patterns: Iterable[str] = IGNORED, tol: Tolera
         if what is not None:
             pair.differing_tables[name] = what
     return pair
+
+
+def _with_precision(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary written before runs recorded their `precision` names only its last invocation's `bf16`: read as
+    that precision, so a record compares with a run made since on the precision, not on a field one of them lacks."""
+    if isinstance(summary, dict) and "precision" not in summary and "bf16" in summary:
+        from conceptlab.experiments.provenance import precision_name
+
+        return {**summary, "precision": precision_name(bool(summary["bf16"]))}
+    return summary
 
 
 def compare_runs(root_a: Path | str, root_b: Path | str, patterns: Iterable[str] = IGNORED,

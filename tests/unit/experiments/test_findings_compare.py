@@ -185,6 +185,20 @@ def test_runs_paired_by_run_id(tmp_path):
     assert [p.run_id for p in pairs] == ["0000000000000001"] and only == {"a": [], "b": []}
 
 
+def test_a_record_without_precision_compares_by_its_bf16(tmp_path):
+    """Summaries written before runs recorded `precision` name only `bf16`: a run made since compares equal on it
+    when the precision is the same, and differs (on `precision` and `bf16`) when it is not."""
+    table = pd.DataFrame({"step": [0], "accuracy": [0.5]})
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    _run(a / "runs", "orders", "0000000000000001", {"tau": 0.25, "bf16": False}, table)
+    _run(b / "runs", "orders", "0000000000000001", {"tau": 0.25, "bf16": False, "precision": "fp32"}, table)
+    _run(c / "runs", "orders", "0000000000000001", {"tau": 0.25, "bf16": True, "precision": "bf16 autocast"}, table)
+    (same,), _ = compare_runs(a, b)
+    assert same.same and same.fields == 3
+    (other,), _ = compare_runs(a, c)
+    assert [d[0] for d in other.differing] == ["bf16", "precision"]
+
+
 def test_evaluation_loaded_with_clear_errors(tmp_path):
     with pytest.raises(CompareError, match="no findings.json.*--evaluate-only"):
         load_evaluation(tmp_path)
