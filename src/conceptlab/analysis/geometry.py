@@ -23,7 +23,6 @@ from typing import Literal
 
 import numpy as np
 import torch
-from ripser import ripser
 from torch import Tensor
 
 Cloud = Tensor | np.ndarray
@@ -163,6 +162,8 @@ def persistent_homology(
         return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0, "components": kept,
                 "cut_splits_eigenspace": split}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
+    from ripser import ripser  # here: it imports scikit-learn and scipy.stats (≈ 1 s); every command imports this module
+
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale
     if rule == "gap":
