@@ -152,3 +152,14 @@ def test_launches_refuses_one_launch_a_missing_bench_and_a_bench_without_ratios(
     failing.write_text("raise SystemExit('broken bench')\n")
     broken = launches("--launches", "2", "--", str(failing))
     assert broken.returncode == 1 and "launch 1 failed" in broken.stderr and "broken bench" in broken.stderr
+
+
+def test_the_startup_bench_times_fresh_processes_against_another_commits_source():
+    out = run_bench("startup.py", "--quick")
+    assert "import: python -c import conceptlab.experiments.config" in out, out
+    assert re.search(r"^  ours +" + SPREAD.pattern, out, re.M) and "ratio" not in out, out  # no reference: no claim
+    out = run_bench("startup.py", "--against", "HEAD", "--reps", "1", "--commands", "help")
+    assert "reference: src/ at HEAD" in out and re.search(r"^  reference +" + SPREAD.pattern, out, re.M), out
+    assert len(RATIO.findall(out.replace("\n  ratio", "\nratio"))) == 1, out
+    listed = subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True, text=True).stdout
+    assert "startup-" not in listed, listed  # its worktree removed
