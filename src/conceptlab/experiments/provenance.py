@@ -106,16 +106,16 @@ def precision_name(bf16: bool) -> str:
 
 
 def invocation_precision(invocation: dict[str, Any]) -> str | None:
-    """The precision one invocation record ran in (None: the record does not say)."""
-    return precision_name(bool(invocation["bf16"])) if "bf16" in invocation else None
+    """The precision one invocation record ran in (None: the record does not say, or is not a record)."""
+    return precision_name(bool(invocation["bf16"])) if isinstance(invocation, dict) and "bf16" in invocation else None
 
 
 def trained_anything(invocation: dict[str, Any]) -> bool:
-    return invocation.get(TRAINED, "unrecorded") is not None
+    return not isinstance(invocation, dict) or invocation.get(TRAINED, "unrecorded") is not None
 
 
 def measured_anything(invocation: dict[str, Any]) -> bool:
-    return bool(invocation.get(MEASURED, 1))
+    return not isinstance(invocation, dict) or bool(invocation.get(MEASURED, 1))
 
 
 def training_precisions(invocations: list[dict[str, Any]]) -> set[str]:

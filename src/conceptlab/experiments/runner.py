@@ -433,7 +433,7 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         "parameters": n_params,
         "device": str(device),
         "bf16": bf16,
-        "precision": run_precision([*earlier, this], (reused or {}).get("invocations")),
+        "precision": run_precision([*earlier, this], reused.get("invocations") if isinstance(reused, dict) else None),
         "threads": torch.get_num_threads(),
         "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
                                             "gpu", "host")},
@@ -456,8 +456,10 @@ def _warn_mixed_precision(run: RunFolder, earlier: list[dict], this: dict, conso
     """Say so when earlier invocations of this run (or the run whose training it reuses) ran in another precision
     than this one: with `train.bf16: null` the precision follows the machine, and the run's numbers will mix both
     (its summary's `precision` says `mixed: …`)."""
-    lent = ((read_json(run.training) if run.training.is_file() else {}).get(TRAINED_IN) or {}).get("invocations")
-    before = training_precisions(lent) if lent else set()
+    done = read_json(run.training) if run.training.is_file() else {}
+    lent = done.get(TRAINED_IN) if isinstance(done, dict) else None
+    lent = lent.get("invocations") if isinstance(lent, dict) else None
+    before = training_precisions(lent) if isinstance(lent, list) else set()
     before |= {p for inv in earlier if (trained_anything(inv) or measured_anything(inv))
                and (p := invocation_precision(inv)) is not None}
     now = invocation_precision(this)

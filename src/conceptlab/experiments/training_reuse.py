@@ -108,7 +108,7 @@ def _refusal(cfg: RunConfig, run: RunFolder, record: dict) -> str | None:
         here = precision_name(resolve_bf16(cfg.train.bf16, resolve_device(cfg.train.device)))
         if precisions and precisions != {here}:
             return f"it was trained in {' + '.join(sorted(precisions))}; this run would train in {here} here"
-    except (ConfigError, OSError, ValueError, KeyError, TypeError, RecursionError) as err:
+    except (ConfigError, OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
         return f"it cannot be read ({type(err).__name__}: {str(err)[:200]})"
     if pruned:
         return f"retention pruned its checkpoints of steps {sorted(pruned)[:5]}"

@@ -48,3 +48,9 @@ def test_a_lent_training_is_the_lenders_precision():
     own = [_inv(FP32, measured=2)]  # this run evaluated the lent checkpoints
     assert run_precision(own, lent=lender) == "mixed: trained in bf16 autocast, evaluated in fp32"
     assert run_precision([_inv(BF16, measured=2)], lent=lender) == "bf16 autocast"
+
+
+def test_a_malformed_record_says_nothing_rather_than_failing():
+    """A provenance file edited by hand or damaged: entries that are not records name no precision."""
+    assert run_precision(["junk", 3, _inv(FP32, trained=[0, 20], measured=2)]) == "fp32"
+    assert training_precisions([None, "x"]) == set()

@@ -116,6 +116,9 @@ def test_a_folder_trained_in_another_precision_does_not_lend(tmp_path):
                                       lent=[{**same, "trained": [0, 20]}])) is None
     assert "it was trained in" in donor_refusal(
         cfg, _folder(tmp_path / "E", invocations=[{**same, "trained": None}], lent=[{**other, "trained": [0, 20]}]))
+    bad = _folder(tmp_path / "F")
+    RunFolder(bad).training.write_text(json.dumps({"step": 20, "trained_in": "not a record"}))
+    assert donor_refusal(cfg, bad).startswith("it cannot be read (AttributeError")  # one line, not a traceback
 
 
 def test_a_study_declares_since_which_version_its_data_are_the_same(tmp_path, monkeypatch):
