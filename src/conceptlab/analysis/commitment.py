@@ -102,7 +102,7 @@ def measure_agreement(table: pd.DataFrame) -> pd.DataFrame:
     rows: measure_a, measure_b, spearman, attributes (how many had a time under both)."""
     if table.shape[1] < 2:
         raise ValueError(f"need at least two measures to compare, got {list(table.columns)}")
-    from scipy.stats import spearmanr  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import spearmanr  # lazy: docs/benchmarks.md, "Command start-up"
 
     rows = []
     for a, b in combinations(table.columns, 2):
@@ -179,7 +179,7 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
     if df is not None and not df > 0:
         raise ValueError(f"df must be positive, got {df}")
     level = 1 - alpha / (2 * t.numel())
-    from scipy.stats import norm, t as student_t  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import norm, t as student_t  # lazy: docs/benchmarks.md, "Command start-up"
 
     z_needed = float(norm.ppf(level) if df is None else student_t.ppf(level, df))
     z = torch.where(noise > 0, diff / noise.clamp_min(1e-300), torch.where(diff > 0, math.inf, 0.0))

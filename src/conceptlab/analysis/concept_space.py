@@ -101,7 +101,7 @@ def authors_learning_index(accuracy: np.ndarray, threshold: float = AUTHORS_THRE
         raise ValueError("accuracy must be one value per checkpoint")
     if values.size == 0 or np.isnan(values).any():
         return None
-    from scipy.ndimage import binary_erosion, gaussian_filter1d  # here: scipy.ndimage adds ≈ 0.15 s to every command
+    from scipy.ndimage import binary_erosion, gaussian_filter1d  # lazy: docs/benchmarks.md, "Command start-up"
 
     smoothed = gaussian_filter1d(values, sigma) if sigma > 0 else values
     good = binary_erosion(smoothed > threshold, structure=np.ones(consistent, dtype=bool), border_value=0)

@@ -106,7 +106,7 @@ def sign_test(intervals: Sequence[tuple[float, float]]) -> dict[str, float | int
     n = pos + neg
     if n == 0:
         return {"positive": 0, "negative": 0, "untested": len(signs), "p_one_sided": 1.0, "p_two_sided": 1.0}
-    from scipy.stats import binom  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import binom  # lazy: docs/benchmarks.md, "Command start-up"
 
     p_one = float(binom.sf(pos - 1, n, 0.5))  # P(X ≥ pos)
     p_two = float(min(1.0, 2 * min(binom.cdf(pos, n, 0.5), binom.sf(pos - 1, n, 0.5))))
@@ -126,7 +126,7 @@ def median_interval(intervals: Sequence[tuple[float, float]], confidence: float 
     highs = np.sort([hi for _, hi in intervals])
     n = len(intervals)
     r = 1
-    from scipy.stats import binom  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import binom  # lazy: docs/benchmarks.md, "Command start-up"
 
     for cand in range(1, n // 2 + 1):
         if 1 - 2 * binom.cdf(cand - 1, n, 0.5) >= confidence:
@@ -263,7 +263,7 @@ def null_false_positive_rates(
                  "old_per_seed": float(first.mean()), "old_all_seeds": float(old_all.mean()),
                  "new_per_seed": {}, "new_sign_test": {}, "p_resampled": {}, "spread_steadier": {}}
     significant_any = np.zeros(replicates, dtype=bool)
-    from scipy.stats import binom  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import binom  # lazy: docs/benchmarks.md, "Command start-up"
 
     for x in names:
         signs = np.zeros_like(naive)

@@ -122,7 +122,7 @@ def trend(xs: Sequence[float], ys: Sequence[float | None]) -> float:
     pairs = [(float(x), float(y)) for x, y in zip(xs, ys) if y is not None and not math.isnan(float(y))]
     if len(pairs) < 3:
         return math.nan
-    from scipy.stats import rankdata  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import rankdata  # lazy: docs/benchmarks.md, "Command start-up"
 
     x = rankdata([p[0] for p in pairs])
     y = rankdata([p[1] for p in pairs])

@@ -162,7 +162,7 @@ def persistent_homology(
         return {"betti": (1,) + (0,) * max_dim, "diagrams": dgms, "scale": 0.0, "threshold": 0.0, "components": kept,
                 "cut_splits_eigenspace": split}
     kwargs = {"n_perm": n_perm} if n_perm is not None and n_perm < len(a) else {}
-    from ripser import ripser  # here: it imports scikit-learn and scipy.stats (≈ 1 s); every command imports this module
+    from ripser import ripser  # lazy: docs/benchmarks.md, "Command start-up"
 
     dgms = ripser(a, maxdim=max_dim, **kwargs)["dgms"]
     cut = threshold * scale

@@ -65,7 +65,7 @@ def simulate(params: GatedFlowParams, steps: np.ndarray, t_start: float = 0.0) -
     if min(a, k, eta) <= 0:
         raise ValueError(f"a, k and eta must be positive, got {params}")
     w_small, w_large = 1.0 / (2.0 * a), a / 2.0
-    from scipy.special import expit  # here: scipy.special adds ≈ 0.15 s to every command
+    from scipy.special import expit  # lazy: docs/benchmarks.md, "Command start-up"
 
     def rhs(t: float, c: np.ndarray) -> np.ndarray:
         gate = expit(k * (t - t0))
@@ -75,7 +75,7 @@ def simulate(params: GatedFlowParams, steps: np.ndarray, t_start: float = 0.0) -
 
     if steps[-1] == t_start:
         return np.full((1, 2), 0.5)
-    from scipy.integrate import solve_ivp  # here: scipy.integrate and scipy.optimize add ≈ 0.2 s to every command
+    from scipy.integrate import solve_ivp  # lazy: docs/benchmarks.md, "Command start-up"
 
     sol = solve_ivp(
         rhs, (t_start, steps[-1]), [0.5, 0.5], t_eval=steps, rtol=1e-6, atol=1e-8, max_step=max(0.5 / k, 1e-12)
@@ -118,7 +118,7 @@ def fit_gated_flow(
     lower = np.array([np.log(0.02), np.log(0.1), -0.5, np.log(0.01)])
     upper = np.array([np.log(50.0), np.log(1e3), 1.5, np.log(1e3)])
     best = None
-    from scipy.optimize import least_squares  # here, as solve_ivp above
+    from scipy.optimize import least_squares  # lazy: docs/benchmarks.md, "Command start-up"
 
     for start in starts:
         x0 = np.clip(pack(start), lower + 1e-9, upper - 1e-9)
@@ -163,7 +163,7 @@ def fit_independent_sigmoids(steps: np.ndarray, c: np.ndarray, t_start: float = 
     span = steps[-1] - t_start
     lower, upper = np.array([np.log(0.1), -0.5]), np.array([np.log(1e3), 1.5])
     fitted, ks, ts = np.empty_like(c), [], []
-    from scipy.optimize import least_squares  # here, as solve_ivp above
+    from scipy.optimize import least_squares  # lazy: docs/benchmarks.md, "Command start-up"
     from scipy.special import expit
 
     for i in range(c.shape[1]):

@@ -570,7 +570,7 @@ def _order_spearman(size: dict[str, float], times: pd.Series) -> float | None:
     sizes = pd.Series(size)[both.index]
     if len(both) < 2 or sizes.nunique() < 2 or both.nunique() < 2:
         return None
-    from scipy.stats import spearmanr  # scipy.stats where used: importing it costs ≈ 0.8 s, and every command imports this module
+    from scipy.stats import spearmanr  # lazy: docs/benchmarks.md, "Command start-up"
 
     return round(float(spearmanr(-sizes, both).statistic), 3)
 
