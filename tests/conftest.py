@@ -41,9 +41,12 @@ EARLY = ("test_gpu_scale_preset_runs_end_to_end_on_the_cpu",)  # ≈ 2 min over 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """The precision runs used here, beside the durations: on a CPU without native bf16 the findings tests train in
     fp32 and take about twice as long (docs/benchmarks.md, "The test suite's cost")."""
-    from conceptlab.train.precision import resolve_bf16
+    from conceptlab.train.precision import resolve_bf16, resolve_device
 
-    if resolve_bf16(None, "cpu"):
+    device = resolve_device("auto")  # where runs with `train.device: auto` went
+    if device.type != "cpu":
+        line = f"conceptlab: runs (the findings tests among them) used {device.type}"
+    elif resolve_bf16(None, device):
         line = "conceptlab: this CPU has native bf16, so runs (the findings tests among them) used bf16 autocast"
     else:
         line = ("conceptlab: this CPU has no native bf16, so runs (the findings tests among them) used fp32, about "
