@@ -45,7 +45,10 @@ def time_once(src: Path, args: list[str]) -> float:
 
 def worktree(rev: str, where: Path) -> Path:
     """`rev` checked out (detached) at `where`; its `src/`."""
-    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(where), rev], cwd=ROOT, check=True)
+    done = subprocess.run(["git", "worktree", "add", "--detach", "-q", str(where), rev], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"cannot check out {rev!r} as the reference: {done.stderr.strip()}")
     return where / "src"
 
 
