@@ -110,17 +110,17 @@ def invocation_precision(invocation: dict[str, Any]) -> str | None:
     return precision_name(bool(invocation["bf16"])) if isinstance(invocation, dict) and "bf16" in invocation else None
 
 
-def trained_anything(invocation: dict[str, Any]) -> bool:
+def _trained_anything(invocation: dict[str, Any]) -> bool:
     return not isinstance(invocation, dict) or invocation.get(TRAINED, "unrecorded") is not None
 
 
-def measured_anything(invocation: dict[str, Any]) -> bool:
+def _measured_anything(invocation: dict[str, Any]) -> bool:
     return not isinstance(invocation, dict) or bool(invocation.get(MEASURED, 1))
 
 
 def training_precisions(invocations: list[dict[str, Any]]) -> set[str]:
     """The precisions of the invocations that trained (or may have: see above), where their records say."""
-    return {p for inv in invocations if trained_anything(inv) and (p := invocation_precision(inv)) is not None}
+    return {p for inv in invocations if _trained_anything(inv) and (p := invocation_precision(inv)) is not None}
 
 
 def run_precision(invocations: list[dict[str, Any]], lent: list[dict[str, Any]] | None = None) -> str | None:
@@ -128,12 +128,11 @@ def run_precision(invocations: list[dict[str, Any]], lent: list[dict[str, Any]] 
     summary, evaluated), `lent` those of the run that trained it where it reused another run's training
     (`experiments.training_reuse`). One name when every invocation that trained or measured ran in one precision;
     `mixed: trained in …, evaluated in …` when they did not (a run resumed on a machine that resolves `train.bf16:
-    null` the other way); None when no record says."""
-    if not invocations:
-        return None
+    null` the other way); None when no record says. (With the run driver's earlier invocations alone, the precision
+    of the work so far.)"""
     trained = training_precisions(list(lent) if lent else invocations)
-    evaluated = {p for inv in invocations[:-1] if measured_anything(inv) and (p := invocation_precision(inv))}
-    if (last := invocation_precision(invocations[-1])) is not None:
+    evaluated = {p for inv in invocations[:-1] if _measured_anything(inv) and (p := invocation_precision(inv))}
+    if invocations and (last := invocation_precision(invocations[-1])) is not None:
         evaluated.add(last)
     if not trained and not evaluated:
         return None

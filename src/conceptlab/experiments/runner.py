@@ -39,13 +39,10 @@ from conceptlab.experiments.provenance import (
     analysis_versions,
     invocation,
     invocation_precision,
-    measured_anything,
     run_precision,
-    trained_anything,
-    training_precisions,
 )
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
-from conceptlab.experiments.training_reuse import TRAINED_IN
+from conceptlab.experiments.training_reuse import TRAINED_IN, lent_invocations, trained_in
 from conceptlab.messages import shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.models.unet import use_fused_attention
@@ -433,7 +430,7 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         "parameters": n_params,
         "device": str(device),
         "bf16": bf16,
-        "precision": run_precision([*earlier, this], reused.get("invocations") if isinstance(reused, dict) else None),
+        "precision": run_precision([*earlier, this], lent_invocations(reused)),
         "threads": torch.get_num_threads(),
         "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
                                             "gpu", "host")},
@@ -453,22 +450,15 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
 
 
 def _warn_mixed_precision(run: RunFolder, earlier: list[dict], this: dict, console: Console) -> None:
-    """Say so when earlier invocations of this run (or the run whose training it reuses) ran in another precision
-    than this one: with `train.bf16: null` the precision follows the machine, and the run's numbers will mix both
-    (its summary's `precision` says `mixed: …`)."""
-    done = read_json(run.training) if run.training.is_file() else {}
-    lent = done.get(TRAINED_IN) if isinstance(done, dict) else None
-    lent = lent.get("invocations") if isinstance(lent, dict) else None
-    before = training_precisions(lent) if isinstance(lent, list) else set()
-    before |= {p for inv in earlier if (trained_anything(inv) or measured_anything(inv))
-               and (p := invocation_precision(inv)) is not None}
-    now = invocation_precision(this)
-    if before - {now}:
-        console.print(f"[yellow]warning:[/] {shown(str(run.root))}: earlier work on this run ran in "
-                      f"{' + '.join(sorted(before))}, this invocation runs in {now} (train.bf16: null follows the "
-                      "machine): its numbers will mix both, and its summary's precision will say so. To keep one "
-                      "precision, continue it on a machine like the first, or start a new run.",
-                      highlight=False, soft_wrap=True)
+    """Say so when the earlier work on this run (its earlier invocations, or the run whose training it reuses) ran in
+    another precision than this invocation: with `train.bf16: null` the precision follows the machine, and the run's
+    numbers will mix both (its summary's `precision` says `mixed: …`)."""
+    before, now = run_precision(earlier, lent_invocations(trained_in(run.root))), invocation_precision(this)
+    if before is not None and before != now:
+        console.print(f"[yellow]warning:[/] {shown(str(run.root))}: earlier work on this run ran in {before}, this "
+                      f"invocation runs in {now} (train.bf16: null follows the machine): its numbers will mix both, "
+                      "and its summary's precision will say so. To keep one precision, continue it on a machine like "
+                      "the first, or start a new run.", highlight=False, soft_wrap=True)
 
 
 def write_report(run: RunFolder, console: Console) -> Path | None:

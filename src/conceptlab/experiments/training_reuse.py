@@ -103,8 +103,10 @@ def _refusal(cfg: RunConfig, run: RunFolder, record: dict) -> str | None:
             return f"it has trained to step {trained} of {cfg.train.steps}"
         done = read_json(run.training) if run.training.is_file() else {}
         pruned = done.get("pruned", [])
-        lent = (done.get(TRAINED_IN) or {}).get("invocations")  # it reused a training too: that one's invocations
-        precisions = training_precisions(lent or record.get("invocations") or [])
+        lent = lent_invocations(done.get(TRAINED_IN))  # it reused a training too: that one's invocations
+        if done.get(TRAINED_IN) is not None and lent is None:
+            return "it cannot be read (its training.json names a lent training without its invocations)"
+        precisions = training_precisions(lent if lent is not None else record.get("invocations") or [])
         here = precision_name(resolve_bf16(cfg.train.bf16, resolve_device(cfg.train.device)))
         if precisions and precisions != {here}:
             return f"it was trained in {' + '.join(sorted(precisions))}; this run would train in {here} here"
@@ -191,9 +193,16 @@ def trained_in(run_dir: Path) -> dict | None:
     if not run.training.is_file():
         return None
     try:
-        return read_json(run.training).get(TRAINED_IN)
+        record = read_json(run.training)
     except (OSError, ValueError):
         return None
+    return record.get(TRAINED_IN) if isinstance(record, dict) else None
+
+
+def lent_invocations(trained: dict | None) -> list | None:
+    """The invocations that trained a lent training (a `trained_in` record), None for a run's own training."""
+    invocations = trained.get("invocations") if isinstance(trained, dict) else None
+    return invocations if isinstance(invocations, list) else None
 
 
 def reuse_training(cfg: RunConfig, run_dir: Path, candidates: Iterable[Path]) -> dict | None:
