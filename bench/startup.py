@@ -1,7 +1,8 @@
 """Start-up time of a command: a fresh process importing what every command imports, against another commit's code.
 
 Every `conceptlab` command, run and test process imports the studies (a config is validated against them), so what
-they import at module level is paid before any work. This times fresh processes, wall clock, for each command below,
+they import at module level is paid before any work; the reading commands (`runs show` of a finished run, `runs ls`)
+import neither the studies nor torch. This times fresh processes, wall clock, for each command below,
 with this tree's source ("ours") and, with `--against REV`, that commit's source checked out in a temporary git
 worktree ("reference"), the two interleaved A B A B for `--reps` rounds after one untimed round; it prints each
 side's min / median / max and the ratio (reference/ours). Without `--against` it prints our times only (no claim).
@@ -30,6 +31,12 @@ COMMANDS = {
     "presets": ["-m", "conceptlab.cli", "presets"],
     "missing-run": ["-m", "conceptlab.cli", "runs", "show", "/nonexistent/run"],  # the error path: exit 2
 }
+# the reading commands on the run records committed in results/runs (a finished hidden-emergence run: the concept-space
+# layout, with its emergence tables; the records of that set for `runs ls`)
+RECORDS = ROOT / "results" / "runs" / "hidden-emergence"
+if RECORDS.is_dir():
+    COMMANDS["show-run"] = ["-m", "conceptlab.cli", "runs", "show", str(min(p for p in RECORDS.iterdir() if p.is_dir()))]
+    COMMANDS["ls-runs"] = ["-m", "conceptlab.cli", "runs", "ls", "--root", str(RECORDS)]
 
 
 def time_once(src: Path, args: list[str]) -> float:

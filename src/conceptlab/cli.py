@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -278,17 +279,16 @@ def show_deprecated(
 
 
 def show(run_dir: Path, as_json: bool = False) -> None:
-    """Print a finished run's summary (`runs show`)."""
-    from conceptlab.experiments.runner import read_summary
+    """Print a finished run's summary (`runs show`): it reads JSON only, so a finished run shows without torch."""
+    from conceptlab.store.run_folder import RunFolder
 
     run_dir = _run_folder(run_dir)
 
     try:
-        summary = read_summary(run_dir)
+        summary = RunFolder(run_dir).read_summary()
     except FileNotFoundError as err:
         if (run_dir / "config.yaml").is_file():  # a run folder, not finished: say how far it got
             from conceptlab.experiments.executors import run_progress, run_state
-            from conceptlab.store.run_folder import RunFolder
 
             holder = RunFolder(run_dir).holder()  # the folder's lock: held exactly while a process runs it
             state, error = run_state(run_dir)
@@ -323,14 +323,25 @@ _COMMON_KEYS = {"run", "name", "kind", "config_hash", "parameters", "device", "b
                 "figures", "provenance", "disk_bytes", "invocations", "seconds_all_invocations"}
 
 
+# the built-in data kinds whose study is the concept-space study or built on it (tests/unit/test_startup_imports.py
+# checks this against the studies), so showing their runs imports no study and no torch
+CONCEPT_SPACE_KINDS = frozenset({"shapes", "celeba"})
+
+
 def _concept_space_kind(kind) -> bool:
-    """Whether runs of `kind` have the concept-space study's summary (shapes, celeba: a study built on it)."""
+    """Whether runs of `kind` have the concept-space study's summary (shapes, celeba, or a plug-in study built on
+    it); a plug-in's study is imported to tell."""
+    from conceptlab.plugins import is_import_path
+
+    kind = str(kind)
+    if not is_import_path(kind):  # a built-in kind, or one this version does not know (printed field by field)
+        return kind in CONCEPT_SPACE_KINDS
     from conceptlab.studies import study_for
     from conceptlab.studies.concept_space import ConceptSpaceStudy
 
     try:
-        return isinstance(study_for(str(kind)), ConceptSpaceStudy)
-    except ValueError:  # an unknown kind (PluginError is one), or a plug-in that does not import here: field by field
+        return isinstance(study_for(kind), ConceptSpaceStudy)
+    except ValueError:  # PluginError is one: a plug-in that does not import here prints field by field
         return False
 
 
@@ -343,9 +354,11 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     if "seconds" in summary:
         console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()), markup=False)
     if "precision" in summary or "bf16" in summary:  # summaries before `precision` name the last invocation's
-        from conceptlab.experiments.provenance import precision_name
+        made = summary.get("precision")
+        if not made:
+            from conceptlab.experiments.provenance import precision_name  # lazy (torch): older summaries only
 
-        made = summary.get("precision") or precision_name(bool(summary.get("bf16")))
+            made = precision_name(bool(summary.get("bf16")))
         console.print(f"precision: {made} ({summary.get('device', '?')}, {summary.get('threads', '?')} threads)",
                       markup=False)
     if "disk_bytes" in summary:
@@ -688,8 +701,6 @@ def _print_run_costs(p, record: Optional[Path], seeds: Optional[set[int]] = None
     finished, and the wall time on `workers` local workers. With `seeds` (`--seeds`), only those report seeds' runs
     are to run now; the rest are said to be left for later. A run that will evaluate a training another run lends
     (`train_from`, or a run of the plan) is priced without training."""
-    import os
-
     from conceptlab.experiments.findings import run_costs, shipped_records, wall_seconds
 
     shipped = shipped_records()  # times only, unless it is the --record folder (then its runs are reused too)
@@ -1684,9 +1695,9 @@ def _declares_controls(root: Path) -> bool:
 
 
 def main() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")  # the command line draws to files only; importing the package never switches backends
+    # the command line draws to files only (Agg), set where matplotlib reads it when a command first imports it, so a
+    # command that draws nothing does not import it; importing the package never switches backends
+    os.environ["MPLBACKEND"] = "Agg"
     app()
 
 

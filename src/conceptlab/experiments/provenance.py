@@ -14,14 +14,14 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from importlib import metadata
 
-import torch
-
-from conceptlab.studies import study_for
-from conceptlab.studies import base as studies_base
+if TYPE_CHECKING:
+    import torch
+# torch and the studies are imported by the two functions that use them, so reading a record's precision (`runs show`)
+# starts without them (lazy: docs/benchmarks.md, "Command start-up")
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -32,6 +32,8 @@ def analysis_versions(cfg) -> dict[str, int]:
     """The code versions a run's numbers depend on beyond its config: its study's and the training code's, and with
     `eval.noise_per_run` the per-run seed derivation's (`studies.base.NOISE_SEEDING_VERSION`) — entered only once
     it is past 1, so the ids of runs made before it existed stay theirs."""
+    from conceptlab.studies import base as studies_base, study_for
+
     versions = {"study": int(getattr(study_for(cfg.data.kind), "version", 1)), "training": TRAINING_VERSION}
     if cfg.eval.noise_per_run and studies_base.NOISE_SEEDING_VERSION != 1:
         versions["noise_seeding"] = studies_base.NOISE_SEEDING_VERSION
@@ -75,6 +77,8 @@ def cpu_model() -> str:
 
 def invocation(cfg, device: torch.device, bf16: bool) -> dict[str, Any]:
     """One invocation's record."""
+    import torch
+
     commit, dirty = git_state()
     return {
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),

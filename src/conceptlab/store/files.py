@@ -12,7 +12,8 @@ import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 try:  # POSIX; elsewhere the lock is a no-op and concurrent processes may each build the same entry
     import fcntl
@@ -20,10 +21,19 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 import numpy as np
-import pandas as pd
-import torch
 import yaml
-from safetensors.torch import load_file, save_file
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch
+# torch, safetensors and pandas are imported where tensors and tables are read or written, so commands that only read
+# JSON (`runs show`, `runs ls`) start without them (lazy: docs/benchmarks.md, "Command start-up")
+
+
+def _is_tensor(obj: Any) -> bool:
+    """Whether `obj` is a torch tensor (without importing torch: none exists before it is imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.Tensor)
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -118,7 +128,7 @@ def finite_json(obj: Any) -> Any:
         return {k: finite_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [finite_json(v) for v in obj]
-    if isinstance(obj, (torch.Tensor, np.ndarray)):
+    if _is_tensor(obj) or isinstance(obj, np.ndarray):
         return finite_json(obj.tolist())
     if isinstance(obj, np.generic):  # a NumPy scalar
         obj = obj.item()
@@ -194,6 +204,8 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
 def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
     """Hex SHA-256 of tensors' names, dtypes, shapes and bytes, in name order (what a file's tensors hold, however
     it was serialised)."""
+    import torch
+
     digest = hashlib.sha256()
     for name in sorted(tensors):
         t = tensors[name].detach().contiguous().cpu()
@@ -203,12 +215,16 @@ def tensors_sha256(tensors: dict[str, torch.Tensor]) -> str:
 
 
 def write_tensors(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str] | None = None) -> Path:
+    from safetensors.torch import save_file
+
     flat = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
     return _atomic(path, lambda tmp: save_file(flat, tmp, metadata=metadata))
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     """The tensors in a safetensors file; FileFormatError naming the file when it is not one."""
+    from safetensors.torch import load_file
+
     try:
         return load_file(str(path))
     except FileNotFoundError:
@@ -219,6 +235,8 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
 
 def read_parquet(path: Path) -> pd.DataFrame:
     """The table in a Parquet file; FileFormatError naming the file when it is not one."""
+    import pandas as pd
+
     try:
         return pd.read_parquet(path)
     except FileNotFoundError:
@@ -232,7 +250,7 @@ def write_parquet(path: Path, table: pd.DataFrame) -> Path:
 
 
 def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
+    if _is_tensor(obj):
         return obj.tolist()
     if hasattr(obj, "item"):
         return obj.item()
