@@ -1,8 +1,8 @@
 """Start-up time of a command: a fresh process importing what every command imports, against another commit's code.
 
 Every `conceptlab` command, run and test process imports the studies (a config is validated against them), so what
-they import at module level is paid before any work; the reading commands (`runs show` of a finished run, `runs ls`)
-import neither the studies nor torch. This times fresh processes, wall clock, for each command below,
+they import at module level is paid before any work; the reading commands (`runs show` of a finished run, `runs ls`,
+`sweep status`) import neither the studies nor torch. This times fresh processes, wall clock, for each command below,
 with this tree's source ("ours") and, with `--against REV`, that commit's source checked out in a temporary git
 worktree ("reference"), the two interleaved A B A B for `--reps` rounds after one untimed round; it prints each
 side's min / median / max and the ratio (reference/ours). Without `--against` it prints our times only (no claim).
@@ -34,9 +34,22 @@ COMMANDS = {
 # the reading commands on the run records committed in results/runs (a finished hidden-emergence run: the concept-space
 # layout, with its emergence tables; the records of that set for `runs ls`)
 RECORDS = ROOT / "results" / "runs" / "hidden-emergence"
+SWEEP = "{scratch}/sweep"  # `sweep status` of a sweep folder made in the scratch folder from those records
 if RECORDS.is_dir():
     COMMANDS["show-run"] = ["-m", "conceptlab.cli", "runs", "show", str(min(p for p in RECORDS.iterdir() if p.is_dir()))]
     COMMANDS["ls-runs"] = ["-m", "conceptlab.cli", "runs", "ls", "--root", str(RECORDS)]
+    COMMANDS["sweep-status"] = ["-m", "conceptlab.cli", "sweep", "status", SWEEP]
+
+
+def records_as_a_sweep(folder: Path) -> None:
+    """A sweep folder holding the committed records' run folders (links) and a manifest naming them."""
+    import json
+
+    folder.mkdir()
+    runs = sorted(p for p in RECORDS.iterdir() if p.is_dir())
+    for run in runs:
+        (folder / run.name).symlink_to(run, target_is_directory=True)
+    (folder / "manifest.json").write_text(json.dumps({"runs": [{"run_id": r.name, "values": {}} for r in runs]}))
 
 
 def time_once(src: Path, args: list[str]) -> float:
@@ -76,9 +89,11 @@ def main() -> None:
         if args.against:
             sides["reference"] = worktree(args.against, Path(scratch) / "reference")
             print(f"reference: src/ at {args.against}; ours: src/ of this tree")
+        if "sweep-status" in args.commands:
+            records_as_a_sweep(Path(scratch) / "sweep")
         try:
             for name in args.commands:
-                command = COMMANDS[name]
+                command = [part.replace("{scratch}", scratch) for part in COMMANDS[name]]
                 for src in sides.values():  # one untimed round: the file cache warm for both
                     time_once(src, command)
                 times: dict[str, list[float]] = {side: [] for side in sides}

@@ -288,7 +288,7 @@ def show(run_dir: Path, as_json: bool = False) -> None:
         summary = RunFolder(run_dir).read_summary()
     except FileNotFoundError as err:
         if (run_dir / "config.yaml").is_file():  # a run folder, not finished: say how far it got
-            from conceptlab.experiments.executors import run_progress, run_state
+            from conceptlab.experiments.sweep_state import run_progress, run_state
 
             holder = RunFolder(run_dir).holder()  # the folder's lock: held exactly while a process runs it
             state, error = run_state(run_dir)
@@ -675,8 +675,8 @@ def _sweep_base(sweep: str) -> str:
 
 def _print_unfinished(p) -> None:
     """Each started, unfinished run of the plan (a suite made over sessions): its set, seed, state and how far it got
-    (`executors.run_progress`); runs queued or never started are left out."""
-    from conceptlab.experiments.executors import run_progress, run_state
+    (`sweep_state.run_progress`); runs queued or never started are left out."""
+    from conceptlab.experiments.sweep_state import run_progress, run_state
 
     for s in p.sets.values():
         if s.sweep is None:
@@ -1222,16 +1222,28 @@ def sweep_status_deprecated(
     sweep_status_cmd(target)
 
 
+def _sweep_root(target: str) -> Path:
+    """The sweep folder of a sweep folder, spec file or shipped sweep name; a folder with a manifest without
+    importing the sweep machinery (so `sweep status` of a running sweep starts without torch)."""
+    from conceptlab.experiments.sweep_state import MANIFEST
+
+    if Path(target).is_dir() and (Path(target) / MANIFEST).is_file():
+        return Path(target)
+    from conceptlab.experiments.sweep import sweep_root_of
+
+    return sweep_root_of(target)
+
+
 @sweep_app.command("status")
 def sweep_status_cmd(
     target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
 ) -> None:
     """Show each run of a sweep as done / running / queued / failed (with its last error line) / pending, and how far
     an unfinished run got (its training step and the time left at its own rate, or the checkpoints evaluated)."""
-    from conceptlab.experiments.sweep import sweep_root_of, sweep_status
+    from conceptlab.experiments.sweep_state import sweep_status
 
     try:
-        root = sweep_root_of(target)
+        root = _sweep_root(target)
         rows = sweep_status(root)
     except (ConfigError, ValueError) as err:
         _fail(str(err))
@@ -1616,7 +1628,8 @@ def report(
               "holding runs, a sweep spec or a shipped sweep's name)")
     if path.is_dir() and (path / "config.yaml").is_file() and not (path / "manifest.json").is_file():
         return _report_run(path)
-    from conceptlab.experiments.sweep import MANIFEST, sweep_root_of
+    from conceptlab.experiments.sweep import sweep_root_of
+    from conceptlab.experiments.sweep_state import MANIFEST
 
     if split not in ("train", "held_out"):
         _fail(f"--split must be train or held_out, got {shown(split)}")

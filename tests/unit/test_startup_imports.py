@@ -111,3 +111,28 @@ def test_the_concept_space_kinds_the_cli_knows_are_the_studies_built_on_it():
     from conceptlab.studies.concept_space import ConceptSpaceStudy
 
     assert CONCEPT_SPACE_KINDS == {s.kind for s in builtin_studies() if isinstance(s, ConceptSpaceStudy)}
+
+
+def test_sweep_status_of_a_running_sweep_imports_no_torch(tmp_path):
+    """`sweep status` reads the manifest, each run's status and how far it got — a saved training state's step from
+    its metadata (`train.checkpoints.training_state_step` reads no tensor) — without torch or the sweep machinery."""
+    import os
+
+    import torch
+
+    from conceptlab.store.run_folder import RunFolder
+    from conceptlab.train.checkpoints import save_training_state
+
+    sweep = tmp_path / "sweep"
+    done, going = sweep / "run-done", sweep / "run-going"
+    for run in (done, going):
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text("train:\n  steps: 200\n")
+    (done / "summary.json").write_text(json.dumps(FIELDS_SUMMARY))
+    save_training_state(RunFolder(going).train_state, {"w": torch.zeros(2)}, {"step": 50})
+    (going / "status.json").write_text(json.dumps({"state": "running", "pid": os.getpid(), "host": "elsewhere"}))
+    (sweep / "manifest.json").write_text(json.dumps({"runs": [{"run_id": "run-done", "values": {"seed": 0}},
+                                                              {"run_id": "run-going", "values": {"seed": 1}}]}))
+    text, state = _command("sweep", "status", str(sweep))
+    assert state["code"] == 0 and "training 50/200 (25%)" in text and "1 done, 1" in text, (text, state)
+    assert not {"torch", "matplotlib", "conceptlab.studies"} & set(state["loaded"]), state

@@ -27,7 +27,8 @@ from conceptlab.analysis.control_claims import evaluate
 from conceptlab.experiments.claims import ClaimSpec, ControlsSpec, summary_value
 from conceptlab.experiments.loading import ConfigError, load_config
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
-from conceptlab.experiments.sweep import parse_spec, read_manifest
+from conceptlab.experiments.sweep import parse_spec
+from conceptlab.experiments.sweep_state import read_manifest
 from conceptlab.store.files import write_json, write_parquet, write_text
 from conceptlab.store.run_folder import RunFolder
 

@@ -32,7 +32,7 @@ import pandas as pd
 from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
 from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, seed_spread, summarize_gaps
 from conceptlab.experiments.loading import ConfigError, load_config
-from conceptlab.experiments.sweep import MANIFEST, read_manifest
+from conceptlab.experiments.sweep_state import MANIFEST, read_manifest
 from conceptlab.report.save import save_figure
 from conceptlab.store.files import read_parquet, write_parquet
 from conceptlab.store.run_folder import SUMMARY, RunFolder

@@ -33,7 +33,6 @@ import dataclasses
 import itertools
 import json
 import os
-import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from pydantic import Field, ValidationError
 from conceptlab.config_base import StrictConfig, config_hash
 from conceptlab.experiments.claims import ControlsSpec
 from conceptlab.experiments.config import RunConfig
-from conceptlab.experiments.executors import ExecutorOptions, RunTask, run_progress, run_state
+from conceptlab.experiments.executors import ExecutorOptions, RunTask
 from conceptlab.experiments.loading import (
     ConfigError,
     config_to_yaml,
@@ -58,13 +57,12 @@ from conceptlab.experiments.loading import (
 )
 from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
+from conceptlab.experiments.sweep_state import MANIFEST
 from conceptlab.experiments.training_reuse import find_donor, run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
-from conceptlab.store.files import read_json, write_json, write_text
+from conceptlab.store.files import write_json, write_text
 from conceptlab.store.run_folder import STATUS, RunFolder, RunLockedError
 
-MANIFEST = "manifest.json"
-_RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # one folder inside the sweep folder
 SPEC_COPY = "sweep.yaml"
 SEED_KEYS = {"data_seed": "data.data_seed", "train_seed": "train.train_seed"}
 
@@ -356,30 +354,6 @@ def write_manifest(sweep: Sweep) -> Path:
     return write_json(sweep.root / MANIFEST, manifest)
 
 
-def read_manifest(root: Path) -> dict[str, Any]:
-    """The sweep folder's manifest; ConfigError naming the file when it is missing, not JSON or not a manifest (a
-    `runs` list of {run_id, values}, each run id one folder name inside the sweep folder)."""
-    path = Path(root) / MANIFEST
-    if not path.is_file():
-        raise ConfigError(f"{shown(str(root))} is not a sweep folder (no {MANIFEST})")
-    where = shown(str(path))
-    try:
-        manifest = json.loads(read_text_file(path, "manifest"))
-    except (ValueError, RecursionError) as err:  # not JSON, or nested past the parser
-        if isinstance(err, ConfigError):
-            raise
-        raise ConfigError(one_line(f"{where} is not valid JSON ({type(err).__name__}: {err})")) from None
-    runs = manifest.get("runs") if isinstance(manifest, dict) else None
-    if not isinstance(runs, list):
-        raise ConfigError(f"{where} is not a sweep manifest (no 'runs' list)")
-    for i, entry in enumerate(runs):
-        run_id = entry.get("run_id") if isinstance(entry, dict) else None
-        if not (isinstance(run_id, str) and _RUN_ID.match(run_id)) or not isinstance(entry.get("values"), dict):
-            raise ConfigError(f"{where}: runs[{i}] must be {{run_id, values}} with a run id of letters, digits, "
-                              f"'-', '_' or '.', got {shown(entry)}")
-    return manifest
-
-
 def is_complete(run_dir: Path) -> bool:
     """A run is complete once its summary.json is written (the run driver writes it last)."""
     return RunFolder(run_dir).is_complete()
@@ -533,16 +507,3 @@ def training_roles(sweep: Sweep, train_from: list[Path] | None = None, reuse_tra
     return roles
 
 
-def sweep_status(root: Path) -> list[dict[str, Any]]:
-    """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), how far an
-    unfinished run got (`executors.run_progress`: its training step and the time left, or its evaluation), last
-    error."""
-    manifest = read_manifest(root)
-    rows = []
-    for entry in manifest["runs"]:
-        state, error = run_state(Path(root) / entry["run_id"])
-        progress = (run_progress(Path(root) / entry["run_id"], live=state == "running")
-                    if state not in ("done", "queued", "pending") else "")
-        rows.append({"run_id": entry["run_id"], **entry["values"], "state": state, "progress": progress or "—",
-                     "error": error})
-    return rows

@@ -43,6 +43,7 @@ except ImportError:  # pragma: no cover - Windows: no run-folder locks
     fcntl = None  # type: ignore[assignment]
 
 from conceptlab.store.files import read_json
+from conceptlab.train.checkpoints import list_checkpoints, training_state_step
 
 SUMMARY = "summary.json"
 CONFIG = "config.yaml"
@@ -158,8 +159,6 @@ class RunFolder:
         """How far training got: the training state's step, or (when retention removed the state) the final step
         `training.json` records; 0 if neither exists."""
         if self.train_state.is_file():
-            from conceptlab.train.checkpoints import training_state_step  # lazy (torch): `runs show` reads JSON only
-
             return training_state_step(self.train_state)
         if self.training.is_file():
             return int(read_json(self.training)["step"])
@@ -189,8 +188,6 @@ class RunFolder:
     def list_checkpoints(self) -> list[tuple[int, Path]]:
         """(step, path) of every complete checkpoint (weights and sidecar written), by step; file names are
         `train.checkpoints`'."""
-        from conceptlab.train.checkpoints import list_checkpoints  # lazy (torch), as above
-
         return list_checkpoints(self.checkpoints)
 
     # -- measurements and tables ------------------------------------------------------------------------------------

@@ -6,11 +6,15 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from safetensors import safe_open
+
+if TYPE_CHECKING:
+    import torch
+# torch is imported by the one function that makes tensors, so the store (which lists checkpoints and reads a
+# training state's step) and the reading commands start without it (lazy: docs/benchmarks.md, "Command start-up")
 
 from conceptlab.train.config import TrainConfig
 from conceptlab.store.files import (
@@ -114,6 +118,8 @@ def unprefixed(prefix: str, tensors: dict[str, torch.Tensor]) -> dict[str, torch
 
 def optimizer_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Flatten an optimizer state dict into tensors (per-parameter state) + JSON (hyper-parameters)."""
+    import torch
+
     state = optimizer.state_dict()
     tensors = {}
     for idx, slots in state["state"].items():
@@ -172,7 +178,7 @@ def training_state_step(path: Path) -> int:
     if not path.is_file():
         return 0
     try:
-        with safe_open(str(path), framework="pt") as handle:
+        with safe_open(str(path), framework="numpy") as handle:  # its metadata only: no tensor is read
             return int(_state_meta(path, handle)["step"])
     except CheckpointIntegrityError:
         raise

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conceptlab.experiments.executors import LocalExecutor, read_status
-from conceptlab.experiments.sweep import expand, run_sweep, sweep_status
+from conceptlab.experiments.executors import LocalExecutor
+from conceptlab.experiments.sweep_state import read_status
+from conceptlab.experiments.sweep import expand, run_sweep
+from conceptlab.experiments.sweep_state import sweep_status
 
 MICRO_SWEEP = {
     "description": "two micro runs for executor tests",

@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from conceptlab.cli import app
-from conceptlab.experiments.executors import read_status
+from conceptlab.experiments.sweep_state import read_status
 from conceptlab.store.index import open_store
 
 CHECKPOINTS, CLASSES, CONCEPTS = 3, 4, 2

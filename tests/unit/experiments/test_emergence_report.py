@@ -116,7 +116,7 @@ def test_sweep_report_gives_the_emergence_report_of_a_hidden_emergence_sweep(tmp
     from typer.testing import CliRunner
 
     from conceptlab.cli import app
-    from conceptlab.experiments.sweep import MANIFEST
+    from conceptlab.experiments.sweep_state import MANIFEST
 
     sweep = tmp_path / "sweep"
     for seed, values in SEEDS.items():

@@ -1,12 +1,12 @@
 """How far an unfinished run got, as `sweep status`, `findings --evaluate-only` and `runs show` say it
-(experiments.executors.run_progress): its training step with the time left at its own rate, then its evaluation;
+(experiments.sweep_state.run_progress): its training step with the time left at its own rate, then its evaluation;
 nothing for a finished run or one never started; `runs show` tells a running run from a stopped one by its lock."""
 
 from __future__ import annotations
 
 import json
 
-from conceptlab.experiments.executors import run_progress
+from conceptlab.experiments.sweep_state import run_progress
 
 
 def _run(tmp_path, steps=20000, logged=None, saved=None, timings=(), checkpoints=(), measured=(), summary=False):
