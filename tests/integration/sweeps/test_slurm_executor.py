@@ -10,13 +10,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from conceptlab.cli import app
-from conceptlab.experiments.executors import (
-    RunTask,
-    SlurmExecutor,
-    read_status,
-    slurm_reachable,
-)
+from conceptlab.experiments.executors import RunTask, SlurmExecutor, slurm_reachable
 from conceptlab.experiments.sweep import expand, write_manifest
+from conceptlab.experiments.sweep_state import read_status
 
 
 # `make test` (--dist loadgroup): one worker builds sweeps/conftest.py's session-scoped sweep, once

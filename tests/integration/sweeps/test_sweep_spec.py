@@ -11,15 +11,8 @@ from typer.testing import CliRunner
 from conceptlab.cli import app
 from conceptlab.experiments.executors import ExecutorError, RunOutcome, make_executor
 from conceptlab.experiments.loading import ConfigError, load_config
-from conceptlab.experiments.sweep import (
-    expand,
-    pending_runs,
-    read_manifest,
-    run_sweep,
-    sweep_names,
-    sweep_status,
-    write_manifest,
-)
+from conceptlab.experiments.sweep import expand, pending_runs, run_sweep, sweep_names, write_manifest
+from conceptlab.experiments.sweep_state import read_manifest, sweep_status
 
 runner = CliRunner()
 
