@@ -158,8 +158,9 @@ def test_the_startup_bench_times_fresh_processes_against_another_commits_source(
     out = run_bench("startup.py", "--quick")
     assert "import: python -c import conceptlab.experiments.config" in out, out
     assert re.search(r"^  ours +" + SPREAD.pattern, out, re.M) and "ratio" not in out, out  # no reference: no claim
-    out = run_bench("startup.py", "--against", "HEAD", "--reps", "1", "--commands", "help")
+    out = run_bench("startup.py", "--against", "HEAD", "--reps", "1", "--commands", "help", "sweep-status")
     assert "reference: src/ at HEAD" in out and re.search(r"^  reference +" + SPREAD.pattern, out, re.M), out
-    assert len(RATIO.findall(out.replace("\n  ratio", "\nratio"))) == 1, out
+    assert "sweep-status: python -m conceptlab.cli sweep status /" in out, out  # the records as a scratch sweep
+    assert len(RATIO.findall(out.replace("\n  ratio", "\nratio"))) == 2, out
     listed = subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True, text=True).stdout
     assert "startup-" not in listed, listed  # its worktree removed
