@@ -2,7 +2,8 @@
 
 One small interface (`Executor.run(tasks) -> outcomes`); every task is one run folder that
 already holds its `config.yaml`, and runs `execute_run`, which calls the run driver
-(`run_experiment`: it resumes from whatever the folder holds) and keeps a status file:
+(`run_experiment`: it resumes from whatever the folder holds) and keeps a status file (written and read by
+`sweep_state`, which `sweep status` reads without importing this module):
 
     <run_dir>/status.json   {"state": "queued" | "running" | "done" | "failed", "error": last error line,
                              "host", "pid", "slurm_job", "attempt", "started", "finished"}

@@ -24,7 +24,8 @@ Every run is the base config plus the spec's overrides, the command line's overr
 one value per axis. Its id is the hash of its resolved config (`runs_dir` and `name` left
 out), so the same run has the same id in every sweep and on every machine. Each run lives
 in `<sweep_root>/<run_id>/`; `<sweep_root>/manifest.json` lists them with their axis values.
-Rerunning a sweep skips runs that are complete (summary.json written) and resumes the rest.
+Rerunning a sweep skips runs that are complete (summary.json written) and resumes the rest; `sweep_state` reads
+the manifest and each run's state back (`conceptlab sweep status`).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import hashlib
 import json
 import os
 import secrets
+import sys
 from collections.abc import Iterator
 from pathlib import Path
-import sys
 from typing import TYPE_CHECKING, Any
 
 try:  # POSIX; elsewhere the lock is a no-op and concurrent processes may each build the same entry
