@@ -359,8 +359,9 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
             from conceptlab.experiments.provenance import precision_name  # lazy (torch): older summaries only
 
             made = precision_name(bool(summary.get("bf16")))
-        console.print(f"precision: {made} ({summary.get('device', '?')}, {summary.get('threads', '?')} threads)",
-                      markup=False)
+        threads = summary.get("threads", "?")
+        threads = f"{threads} thread{'' if threads == 1 else 's'}"
+        console.print(f"precision: {made} ({summary.get('device', '?')}, {threads})", markup=False)
     if "disk_bytes" in summary:
         console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}", markup=False)
     console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])), markup=False)

@@ -81,7 +81,7 @@ def test_runs_show_of_a_finished_run_imports_neither_torch_nor_the_studies(tmp_p
     """A built-in kind's layout is known without importing its study (`cli.CONCEPT_SPACE_KINDS`); the precision of a
     summary written before `precision` is named from its `bf16` without importing torch either."""
     for summary, expected in [(CONCEPT_SPACE_SUMMARY, ["learning time", "train/color", "150", "not learned",
-                                                       "precision: fp32 (cpu, 1 threads)"]),
+                                                       "precision: fp32 (cpu, 1 thread)"]),
                               (FIELDS_SUMMARY, ["final_accuracy.held_out.joint: 0.25", "precision: fp32"])]:
         run = tmp_path / summary["kind"]
         run.mkdir()
