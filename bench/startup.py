@@ -1,8 +1,9 @@
 """Start-up time of a command: a fresh process importing what every command imports, against another commit's code.
 
-Every `conceptlab` command, run and test process imports the studies (a config is validated against them), so what
-they import at module level is paid before any work; the reading commands (`runs show` of a finished run, `runs ls`,
-`sweep status`) import neither the studies nor torch. This times fresh processes, wall clock, for each command below,
+Every command that loads a config (a run, a sweep, the findings suite, every test process) imports the studies (a
+config is validated against them), so what they import at module level is paid before any work; the commands that
+only read a run's or a sweep's files (`runs show`, `runs ls`, `sweep status` of a sweep folder) import neither the
+studies nor torch. This times fresh processes, wall clock, for each command below,
 with this tree's source ("ours") and, with `--against REV`, that commit's source checked out in a temporary git
 worktree ("reference"), the two interleaved A B A B for `--reps` rounds after one untimed round; it prints each
 side's min / median / max and the ratio (reference/ours). Without `--against` it prints our times only (no claim).

@@ -1,7 +1,9 @@
-"""What every command pays before it works: importing the config (and with it the studies) must not import the
-heavy libraries only some analyses use — ripser (and scikit-learn, which it imports), scipy.stats,
-scipy.integrate, scipy.optimize, scipy.ndimage — each is imported where it is used (`bench/startup.py`: 1.50×
-faster start-up, docs/benchmarks.md). Checked in a fresh process, whose modules nothing else has imported."""
+"""What a command pays before it works. Importing the config (and with it the studies) must not import the heavy
+libraries only some analyses use — ripser (and scikit-learn, which it imports), scipy.stats, scipy.integrate,
+scipy.optimize, scipy.ndimage — each is imported where it is used; and the commands that only read files (`runs
+show`, `runs ls`, `runs query`, `sweep status`) must import neither torch nor the studies nor matplotlib
+(`bench/startup.py`, docs/benchmarks.md "Command start-up"). Checked in fresh processes, whose modules nothing else
+has imported."""
 
 import json
 import subprocess
