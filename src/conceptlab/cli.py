@@ -354,11 +354,9 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     if "seconds" in summary:
         console.print("seconds: " + ", ".join(f"{k} {v}" for k, v in summary["seconds"].items()), markup=False)
     if "precision" in summary or "bf16" in summary:  # summaries before `precision` name the last invocation's
-        made = summary.get("precision")
-        if not made:
-            from conceptlab.experiments.provenance import precision_name  # lazy (torch): older summaries only
+        from conceptlab.experiments.provenance import precision_name
 
-            made = precision_name(bool(summary.get("bf16")))
+        made = summary.get("precision") or precision_name(bool(summary.get("bf16")))
         threads = summary.get("threads", "?")
         threads = f"{threads} thread{'' if threads == 1 else 's'}"
         console.print(f"precision: {made} ({summary.get('device', '?')}, {threads})", markup=False)
@@ -1226,9 +1224,9 @@ def sweep_status_deprecated(
 def _sweep_root(target: str) -> Path:
     """The sweep folder of a sweep folder, spec file or shipped sweep name; a folder with a manifest without
     importing the sweep machinery (so `sweep status` of a running sweep starts without torch)."""
-    from conceptlab.experiments.sweep_state import MANIFEST
+    from conceptlab.experiments.sweep_state import is_sweep_folder
 
-    if Path(target).is_dir() and (Path(target) / MANIFEST).is_file():
+    if is_sweep_folder(target):
         return Path(target)
     from conceptlab.experiments.sweep import sweep_root_of
 

@@ -58,7 +58,7 @@ from conceptlab.experiments.loading import (
 )
 from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
-from conceptlab.experiments.sweep_state import MANIFEST
+from conceptlab.experiments.sweep_state import MANIFEST, is_sweep_folder
 from conceptlab.experiments.training_reuse import find_donor, run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import write_json, write_text
@@ -409,7 +409,7 @@ def pending_runs(sweep: Sweep) -> list[SweepRun]:
 def sweep_root_of(target: str) -> Path:
     """The sweep folder for a sweep folder path, a spec file or a shipped sweep name."""
     path = Path(target)
-    if path.is_dir() and (path / MANIFEST).is_file():
+    if is_sweep_folder(path):
         return path
     if path.is_dir() and not (path / SPEC_COPY).is_file():
         raise ConfigError(f"{shown(target)} is not a sweep folder (no {MANIFEST}) nor a sweep spec")

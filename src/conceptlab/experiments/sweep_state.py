@@ -28,6 +28,11 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")  # one folder inside
 STATES = ("queued", "running", "done", "failed")
 
 
+def is_sweep_folder(path: Path | str) -> bool:
+    """Whether `path` is a sweep folder (it holds a manifest), as opposed to a spec file or a shipped sweep's name."""
+    return Path(path).is_dir() and (Path(path) / MANIFEST).is_file()
+
+
 def read_manifest(root: Path) -> dict[str, Any]:
     """The sweep folder's manifest; ConfigError naming the file when it is missing, not JSON or not a manifest (a
     `runs` list of {run_id, values}, each run id one folder name inside the sweep folder)."""
