@@ -1,0 +1,167 @@
+"""The version numbers in run ids stand for recorded code (`experiments.code_versions`): the committed source matches
+its record, an edit under the same version is caught and needs a bump or a stated reason, and comments, docstrings
+and layout never count."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from conceptlab.experiments import code_versions as cv
+from conceptlab.studies import builtin_studies
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_every_version_matches_the_code_it_was_recorded_with():
+    drifts = cv.compare()
+    assert not drifts, "\n".join(d.message() for d in drifts)
+
+
+def test_every_built_in_study_and_cached_probe_has_its_keys_and_the_training_key_holds_the_trainer():
+    keys = {k.name: k for k in cv.current_keys()}
+    for study in builtin_studies():
+        assert {f"data:{study.kind}", f"study:{study.kind}"} <= keys.keys()
+        assert keys[f"study:{study.kind}"].version == study.version
+        assert type(study).__module__ in keys[f"study:{study.kind}"].modules
+        assert study.data_config.__module__ in keys[f"data:{study.kind}"].modules
+    assert {"probe:concept", "probe:attribute", "probe:face"} <= keys.keys()
+    assert {"conceptlab.train.trainer", "conceptlab.models.unet", "conceptlab.models.sampling",
+            "conceptlab.experiments.runner"} <= set(keys["training"].modules)
+    # a study's key leaves out what the training key holds (a training bump already makes every run stale)
+    assert not set(keys["study:shapes"].modules) & set(keys["training"].modules)
+    assert "conceptlab.models.footprint" not in keys["study:shapes"].modules  # memory estimates, never stored
+    # the concept-space evaluation reaches its analyses through function-level imports too
+    assert {"conceptlab.analysis.emergence", "conceptlab.interventions.evaluate"} <= set(keys["study:shapes"].modules)
+
+
+def test_comments_docstrings_and_layout_do_not_count_code_and_constants_do():
+    base = '"""Module."""\nimport math\n\ndef f(x):\n    """Doc."""\n    return math.sqrt(x) * 2\n'
+    same = [
+        '"""Another module docstring."""\nimport math\n\n\ndef f(x):  # a comment\n    return math.sqrt(\n        x) * 2\n',
+        'import math\ndef f(x):\n    """Other words."""\n    # only a comment changed\n    return math.sqrt(x) * 2\n',
+    ]
+    different = [
+        base.replace("* 2", "* 3"),
+        base.replace("sqrt", "exp"),
+        base.replace("def f(x):", "def f(x, y=0):"),
+        base.replace('"""Doc."""', '"""Doc."""\n    x = x + 1'),
+        base + "\nSCALE = 1.0\n",
+        base.replace('"""Doc."""\n', '"Doc."\n    "a string that is not the docstring"\n'),
+    ]
+    assert all(cv.fingerprint_source(s) == cv.fingerprint_source(base) for s in same)
+    assert len({cv.fingerprint_source(s) for s in [base, *different]}) == len(different) + 1
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "conceptlab"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_closure_follows_absolute_relative_and_function_level_imports_within_the_given_packages(tmp_path):
+    root = _package(tmp_path, {
+        "__init__.py": "",
+        "a/__init__.py": "",
+        "a/top.py": "from conceptlab.a import mid\nfrom . import sib\n",
+        "a/mid.py": "def f():\n    from conceptlab.b.deep import g\n    import conceptlab.c.far\n",
+        "a/sib.py": "from .mid import f\n",
+        "b/__init__.py": "",
+        "b/deep.py": "import os\ndef g():\n    pass\n",
+        "c/__init__.py": "",
+        "c/far.py": "",
+    })
+    assert cv.imported_modules("conceptlab.a.mid", root) == {"conceptlab.b.deep", "conceptlab.c.far"}
+    assert cv.imported_modules("conceptlab.a.sib", root) == {"conceptlab.a.mid"}
+    found = cv.closure(["conceptlab.a.top"], ("conceptlab.a", "conceptlab.b"), root)
+    assert found == {"conceptlab.a.top", "conceptlab.a.mid", "conceptlab.a.sib", "conceptlab.b.deep"}
+    with pytest.raises(ValueError, match="no module"):
+        cv.imported_modules("conceptlab.a.missing", root)
+
+
+def test_an_edit_under_the_same_version_needs_a_bump_or_a_reason_and_a_version_never_goes_back(tmp_path):
+    root = _package(tmp_path, {"__init__.py": "", "m.py": "X = 1\n", "n.py": "def f():\n    return 2\n"})
+    key = cv.Key("study:toy", 1, "toy.py: version", ("conceptlab.m", "conceptlab.n"))
+    assert [d.recorded_version for d in cv.compare({}, root, [key])] == [None]  # never recorded
+    ledger = cv.record(cv.compare({}, root, [key]), None, "abc", {}, root, today="2026-12-06")
+    assert cv.compare(ledger, root, [key]) == []
+    assert ledger["history"][-1] == {"date": "2026-12-06", "based_on": "abc", "key": "study:toy", "version": 1,
+                                     "changed": [], "reason": "first record"}
+
+    (root / "n.py").write_text("# a comment\ndef f():\n    '''Now documented.'''\n    return 2\n")
+    assert cv.compare(ledger, root, [key]) == []  # comments and docstrings do not count
+
+    (root / "n.py").write_text("def f():\n    return 3\n")
+    drifts = cv.compare(ledger, root, [key])
+    assert [(d.changed, d.bumped) for d in drifts] == [(("conceptlab.n",), False)]
+    message = drifts[0].message()
+    assert "changed (conceptlab.n)" in message and "bump it (toy.py: version)" in message and "--reason" in message
+    with pytest.raises(ValueError, match="bump it, or give --reason"):
+        cv.record(drifts, None, "abc", ledger, root)
+    neutral = cv.record(drifts, "f is only called by a figure", "def", ledger, root, today="2026-12-07")
+    assert cv.compare(neutral, root, [key]) == []
+    assert neutral["history"][-1]["changed"] == ["conceptlab.n"]
+    assert neutral["history"][-1]["reason"] == "f is only called by a figure"
+
+    bumped = cv.Key("study:toy", 2, "toy.py: version", ("conceptlab.m", "conceptlab.n"))
+    (root / "m.py").write_text("X = 2\n")
+    drifts = cv.compare(neutral, root, [bumped])
+    assert drifts[0].bumped and "1 → 2" in drifts[0].message() and "not recorded yet" in drifts[0].message()
+    after = cv.record(drifts, None, "ghi", neutral, root)
+    assert after["keys"]["study:toy"]["version"] == 2 and after["history"][-1]["reason"] == "version 1 → 2"
+    assert cv.compare(after, root, [bumped]) == []
+
+    back = cv.Key("study:toy", 1, "toy.py: version", ("conceptlab.m", "conceptlab.n"))
+    drifts = cv.compare(after, root, [back])
+    assert "never goes back" in drifts[0].message()
+    with pytest.raises(ValueError, match="never goes back"):
+        cv.record(drifts, "any reason", "jkl", after, root)
+
+    # a module newly reached by the key's imports counts as a change too
+    grown = cv.Key("study:toy", 2, "toy.py: version", ("conceptlab.m", "conceptlab.n", "conceptlab.__init__"))
+    assert cv.compare(after, root, [grown])[0].changed == ("conceptlab.__init__",)
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("code_versions_script", REPO / "scripts" / "code_versions.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    return module
+
+
+def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(tmp_path):
+    import pandas as pd
+    import torch
+    from safetensors.torch import save_file
+
+    script = _script()
+
+    def run(folder: Path, weight: float, accuracy: float, seconds: float) -> Path:
+        (folder / "checkpoints").mkdir(parents=True)
+        save_file({"w": torch.full((2, 2), weight)}, folder / "checkpoints" / "step_0000010.safetensors")
+        pd.DataFrame({"step": [10], "accuracy": [accuracy]}).to_parquet(folder / "concept_space.parquet")
+        summary = {"final_accuracy": accuracy, "seconds": seconds, "run": str(folder),
+                   "probe": {"accuracy": 0.9, "train_seconds": seconds}, "provenance": {"host": str(folder)}}
+        (folder / "summary.json").write_text(json.dumps(summary))
+        (folder / "data.json").write_text(json.dumps({"concepts": ["color", "size"]}))
+        return folder
+
+    a = run(tmp_path / "a", 1.0, 0.5, 10.0)
+    assert script.compare_runs(a, run(tmp_path / "b", 1.0, 0.5, 99.0)) == []  # only timings, paths differ
+    found = script.compare_runs(a, run(tmp_path / "c", 1.0 + 1e-6, 0.75, 10.0))  # one float32 ulp ≈ 1.2e-7
+    assert found == ["concept_space.parquet: the tables differ", "checkpoints/step_0000010.safetensors: tensors "
+                     "differ (w)", "summary.json: differs in final_accuracy"]
+    d = run(tmp_path / "d", 1.0, 0.5, 10.0)
+    (d / "concept_space.parquet").unlink()
+    assert script.compare_runs(a, d) == ["concept_space.parquet: only in this tree's run"]
