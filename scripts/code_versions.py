@@ -7,9 +7,10 @@
 
 `verify [--against REV] [--kinds ...]` backs a `--reason`: it trains and evaluates one micro run of each data kind
 (the schema doc's runs: every intervention, homology over training, bump counting, the abstractions analyses, drawn
-faces for celeba) with the code of REV (a temporary worktree) and with this tree's code, in fp32 on one thread,
-each side with its own probe cache, and compares every table, every checkpoint's tensors and the summary (its
-timings, paths and provenance aside) bit for bit. Same machine, same packages: any difference is the code's. A
+faces for celeba; `--plain`: the presets alone) with the code of REV (a temporary worktree, its own presets) and
+with this tree's code, in fp32 on one thread, each side with its own probe cache, and compares the two resolved
+configs (a preset edited between the two codes makes it no comparison of code alone, and says so), every table,
+every checkpoint's tensors and the summary (its timings, paths and provenance aside) bit for bit. Same machine, same packages: any difference is the code's. A
 micro run does not reach every branch (the paper presets, every config switch), so a pass is evidence, not proof.
 """
 
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conceptlab.experiments import code_versions  # noqa: E402
 
-IGNORED = {"run", "provenance", "invocations", "disk_bytes", "threads", "device", "figures", "path", "root"}
+IGNORED = {"run", "runs_dir", "provenance", "invocations", "disk_bytes", "threads", "device", "figures", "path", "root"}
 
 DRIVER = """
 import json, sys
@@ -84,36 +86,112 @@ def _scrub(value):
     return value
 
 
-def compare_runs(ours: Path, reference: Path) -> list[str]:
-    """Every difference between two run folders' tables, tensors and summaries (empty: identical)."""
+@dataclass
+class Comparison:
+    """Two run folders compared: what changed (or is missing from this tree's run) and what this tree's run adds
+    (a new table, column or summary field: new outputs, no stored number altered)."""
+
+    changed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+
+
+def compare_runs(ours: Path, reference: Path) -> Comparison:
+    """Every difference between two run folders' configs, tables, tensors and summaries."""
     import pandas as pd
+    import yaml
     from safetensors.torch import load_file
 
-    found = []
+    out = Comparison()
+    a, b = (_scrub(yaml.safe_load((side / "config.yaml").read_text())) for side in (ours, reference))
+    if a != b:  # e.g. a preset edited between the two codes: then not a comparison of code alone
+        out.changed.append(f"config.yaml: the two runs' configs differ ({', '.join(_changed_keys(a, b))})")
     for pattern in ("**/*.parquet", "**/*.safetensors"):
         mine = {p.relative_to(ours) for p in ours.glob(pattern)}
         theirs = {p.relative_to(reference) for p in reference.glob(pattern)}
-        for missing in sorted(mine ^ theirs):
-            found.append(f"{missing}: only in {'this tree' if missing in mine else 'the reference'}'s run")
+        out.added += [f"{rel}: only in this tree's run" for rel in sorted(mine - theirs)]
+        out.changed += [f"{rel}: only in the reference's run" for rel in sorted(theirs - mine)]
         for rel in sorted(mine & theirs):
             if rel.suffix == ".parquet":
-                a, b = pd.read_parquet(ours / rel), pd.read_parquet(reference / rel)
-                if not a.equals(b):
-                    found.append(f"{rel}: the tables differ")
+                x, y = pd.read_parquet(ours / rel), pd.read_parquet(reference / rel)
+                out.added += _named(f"{rel}: columns only in this tree's:", sorted(set(x.columns) - set(y.columns)))
+                out.changed += _named(f"{rel}: columns only in the reference's:",
+                                      sorted(set(y.columns) - set(x.columns)))
+                shared = [c for c in y.columns if c in x.columns]
+                difference = _table_difference(x[shared], y[shared])
+                out.changed += [f"{rel}: {difference}"] if difference else []
             else:
-                a, b = load_file(ours / rel), load_file(reference / rel)
-                diff = sorted(k for k in a.keys() | b.keys() if k not in a or k not in b or not a[k].equal(b[k]))
+                x, y = load_file(ours / rel), load_file(reference / rel)
+                out.added += _named(f"{rel}: tensors only in this tree's:", sorted(x.keys() - y.keys()))
+                diff = sorted(k for k in y.keys() if k not in x or not x[k].equal(y[k]))
                 if diff:
-                    found.append(f"{rel}: tensors differ ({', '.join(diff[:5])}{', …' if len(diff) > 5 else ''})")
+                    out.changed.append(f"{rel}: tensors differ ({', '.join(diff[:5])}{', …' if len(diff) > 5 else ''})")
     for name in ("summary.json", "data.json"):
-        a, b = (json.loads((side / name).read_text()) for side in (ours, reference))
-        if _scrub(a) != _scrub(b):
-            keys = sorted(k for k in _scrub(a).keys() | _scrub(b).keys() if _scrub(a).get(k) != _scrub(b).get(k))
-            found.append(f"{name}: differs in {', '.join(keys)}")
-    return found
+        x, y = (_flatten(_scrub(json.loads((side / name).read_text()))) for side in (ours, reference))
+        out.added += _named(f"{name}: only in this tree's:", sorted(x.keys() - y.keys()))
+        changed = _named("differs in", [k + _largest_change([x[k]], [y[k]]) for k in sorted(x.keys() & y.keys())
+                                        if x[k] != y[k] and not (x[k] != x[k] and y[k] != y[k])])  # NaN = NaN
+        changed += _named("only in the reference's:", sorted(y.keys() - x.keys()))
+        out.changed += [f"{name}: {'; '.join(changed)}"] if changed else []
+    return out
 
 
-def verify(against: str, kinds: list[str]) -> int:
+def _changed_keys(a: dict, b: dict) -> list[str]:
+    """`section.key` (or `key` at the top level) of every value two configs disagree on."""
+    keys = []
+    for section in sorted(a.keys() | b.keys()):
+        x, y = a.get(section), b.get(section)
+        if x == y:
+            continue
+        if isinstance(x, dict) and isinstance(y, dict):
+            keys += [f"{section}.{k}" for k in sorted(x.keys() | y.keys()) if x.get(k) != y.get(k)]
+        else:
+            keys.append(section)
+    return keys
+
+
+def _flatten(value, prefix: str = "") -> dict:
+    """A JSON value's leaves by dotted path (`controls.pixels.additive_share`, `checkpoints.3`); an empty dict or
+    list is a leaf."""
+    if isinstance(value, dict) and value:
+        return {k: v for key, item in value.items() for k, v in _flatten(item, f"{prefix}{key}.").items()}
+    if isinstance(value, list) and value:
+        return {k: v for i, item in enumerate(value) for k, v in _flatten(item, f"{prefix}{i}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def _named(what: str, names: list[str], most: int = 8) -> list[str]:
+    shown = ", ".join(map(str, names[:most])) + (f", … ({len(names)} in all)" if len(names) > most else "")
+    return [f"{what} {shown}"] if names else []
+
+
+def _largest_change(a, b) -> str:
+    """` (max |Δ| x)` for two numeric columns of one length, else ``."""
+    import numpy as np
+
+    try:
+        x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    except (TypeError, ValueError):
+        return ""
+    if x.shape != y.shape or x.ndim != 1:
+        return ""
+    both = ~(np.isnan(x) & np.isnan(y))
+    delta = np.abs(x[both] - y[both])
+    return f" (max |Δ| {np.nanmax(delta):.2g})" if delta.size and not np.isnan(delta).all() else " (NaN in one)"
+
+
+def _table_difference(a, b) -> str:
+    """What differs between two tables of the same columns: rows, or the columns whose values differ (with the
+    largest change of a numeric one)."""
+    if a.equals(b):
+        return ""
+    if len(a) != len(b):
+        return f"{len(a)} rows against {len(b)}"
+    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    differ = [c + _largest_change(a[c], b[c]) for c in b.columns if not a[c].equals(b[c])]
+    return f"values differ in {', '.join(differ)}" if differ else "the tables differ (column types)"
+
+
+def verify(against: str, kinds: list[str], plain: bool = False) -> int:
     from schema_doc import RUNS
 
     with tempfile.TemporaryDirectory(prefix="code-versions-") as scratch:
@@ -124,7 +202,7 @@ def verify(against: str, kinds: list[str]) -> int:
             failed = 0
             for kind in kinds:
                 preset, overrides = RUNS[kind]
-                overrides = [*overrides, "train.bf16=false"]
+                overrides = [*([] if plain else overrides), "train.bf16=false"]
                 if kind == "celeba":
                     from conceptlab.data.celeba import write_drawn_celeba
 
@@ -140,10 +218,11 @@ def verify(against: str, kinds: list[str]) -> int:
                     if done.returncode != 0:
                         print(f"{kind}: the {side}'s run failed:\n{done.stderr.strip()[-2000:]}")
                         return 2
-                differences = compare_runs(*folders.values())
-                failed += bool(differences)
-                print(f"{kind} ({preset}): " + ("identical" if not differences else
-                                                 "DIFFERENT\n  " + "\n  ".join(differences)))
+                result = compare_runs(*folders.values())
+                failed += bool(result.changed)
+                verdict = "DIFFERENT" if result.changed else "identical" + (", with new outputs" if result.added else "")
+                print(f"{kind} ({preset}): {verdict}" + "".join(f"\n  {line}" for line in result.changed)
+                      + "".join(f"\n  new: {line}" for line in result.added))
             return 1 if failed else 0
         finally:
             git("worktree", "remove", "--force", str(scratch / "reference"))
@@ -160,12 +239,14 @@ def main(argv: list[str] | None = None) -> int:
     ver = sub.add_parser("verify", help="micro runs of REV's code and this tree's, compared bit for bit")
     ver.add_argument("--against", default="HEAD", metavar="REV")
     ver.add_argument("--kinds", nargs="*", choices=KINDS, default=list(KINDS))
+    ver.add_argument("--plain", action="store_true",
+                     help="the micro presets without the schema doc's extra switches (for a REV older than them)")
     args = parser.parse_args(argv)
     if args.command == "check":
         return check()
     if args.command == "record":
         return record(args.reason)
-    return verify(args.against, args.kinds)
+    return verify(args.against, args.kinds, args.plain)
 
 
 if __name__ == "__main__":

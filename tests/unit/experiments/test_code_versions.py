@@ -132,6 +132,7 @@ def test_an_edit_under_the_same_version_needs_a_bump_or_a_reason_and_a_version_n
 def _script():
     spec = importlib.util.spec_from_file_location("code_versions_script", REPO / "scripts" / "code_versions.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     sys.path.insert(0, str(REPO / "scripts"))
     try:
         spec.loader.exec_module(module)
@@ -147,8 +148,9 @@ def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(t
 
     script = _script()
 
-    def run(folder: Path, weight: float, accuracy: float, seconds: float) -> Path:
+    def run(folder: Path, weight: float, accuracy: float, seconds: float, steps: int = 20) -> Path:
         (folder / "checkpoints").mkdir(parents=True)
+        (folder / "config.yaml").write_text(f"name: micro\nruns_dir: {folder}\ntrain:\n  steps: {steps}\n")
         save_file({"w": torch.full((2, 2), weight)}, folder / "checkpoints" / "step_0000010.safetensors")
         pd.DataFrame({"step": [10], "accuracy": [accuracy]}).to_parquet(folder / "concept_space.parquet")
         summary = {"final_accuracy": accuracy, "seconds": seconds, "run": str(folder),
@@ -158,10 +160,23 @@ def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(t
         return folder
 
     a = run(tmp_path / "a", 1.0, 0.5, 10.0)
-    assert script.compare_runs(a, run(tmp_path / "b", 1.0, 0.5, 99.0)) == []  # only timings, paths differ
+    assert script.compare_runs(a, run(tmp_path / "b", 1.0, 0.5, 99.0)) == script.Comparison()  # timings, paths
     found = script.compare_runs(a, run(tmp_path / "c", 1.0 + 1e-6, 0.75, 10.0))  # one float32 ulp ≈ 1.2e-7
-    assert found == ["concept_space.parquet: the tables differ", "checkpoints/step_0000010.safetensors: tensors "
-                     "differ (w)", "summary.json: differs in final_accuracy"]
+    assert found.changed == ["concept_space.parquet: values differ in accuracy (max |Δ| 0.25)",
+                             "checkpoints/step_0000010.safetensors: tensors differ (w)",
+                             "summary.json: differs in final_accuracy (max |Δ| 0.25)"] and found.added == []
     d = run(tmp_path / "d", 1.0, 0.5, 10.0)
     (d / "concept_space.parquet").unlink()
-    assert script.compare_runs(a, d) == ["concept_space.parquet: only in this tree's run"]
+    assert script.compare_runs(a, d) == script.Comparison([], ["concept_space.parquet: only in this tree's run"])
+    assert script.compare_runs(d, a) == script.Comparison(["concept_space.parquet: only in the reference's run"], [])
+    # a new column or summary field is a new output, not a changed number; one the reference has and ours lost is
+    e = run(tmp_path / "e", 1.0, 0.5, 10.0)
+    pd.DataFrame({"step": [10], "accuracy": [0.5], "valid": [1.0]}).to_parquet(e / "concept_space.parquet")
+    (e / "summary.json").write_text(json.dumps({"final_accuracy": 0.5, "probe": {"accuracy": 0.9}, "new": 1}))
+    assert script.compare_runs(e, a) == script.Comparison(
+        [], ["concept_space.parquet: columns only in this tree's: valid", "summary.json: only in this tree's: new"])
+    assert script.compare_runs(a, e) == script.Comparison(
+        ["concept_space.parquet: columns only in the reference's: valid", "summary.json: only in the reference's: new"],
+        [])
+    assert script.compare_runs(a, run(tmp_path / "f", 1.0, 0.5, 10.0, steps=30)).changed == [
+        "config.yaml: the two runs' configs differ (train.steps)"]  # a preset edited between the two codes
