@@ -4,10 +4,12 @@
     .venv/bin/python scripts/code_versions.py record                # after a version bump: record the new code
     .venv/bin/python scripts/code_versions.py record --reason "..." # a change that alters no stored number
     .venv/bin/python scripts/code_versions.py verify                # micro runs of HEAD and of this tree, compared
+    .venv/bin/python scripts/code_versions.py verify --against REV --preset hidden-emergence-paper-tiny \
+        --set train.steps=40 train.checkpoint_schedule=list "train.checkpoint_steps=[20,40]"
 
 `verify [--against REV] [--kinds ...]` backs a `--reason`: it trains and evaluates one micro run of each data kind
 (the schema doc's runs: every intervention, homology over training, bump counting, the abstractions analyses, drawn
-faces for celeba; `--plain`: the presets alone) with the code of REV (a temporary worktree, its own presets) and
+faces for celeba; `--plain`: the presets alone; `--preset` with `--set`: any one config) with the code of REV (a temporary worktree, its own presets) and
 with this tree's code, in fp32 on one thread, each side with its own probe cache, and compares the two resolved
 configs (a preset edited between the two codes makes it no comparison of code alone, and says so), every table,
 every checkpoint's tensors and the summary (its timings, paths and provenance aside) bit for bit. Same machine, same packages: any difference is the code's. A
@@ -191,8 +193,16 @@ def _table_difference(a, b) -> str:
     return f"values differ in {', '.join(differ)}" if differ else "the tables differ (column types)"
 
 
-def verify(against: str, kinds: list[str], plain: bool = False) -> int:
+def micro_runs(kinds: list[str], plain: bool) -> list[tuple[str, str, list[str]]]:
+    """(label, preset, overrides) of the schema doc's micro run of each kind (`plain`: the preset alone)."""
     from schema_doc import RUNS
+
+    return [(kind, RUNS[kind][0], [] if plain else list(RUNS[kind][1])) for kind in kinds]
+
+
+def verify(against: str, runs: list[tuple[str, str, list[str]]]) -> int:
+    """Each run made with REV's code and with this tree's, compared; 0 when no stored number differs."""
+    from conceptlab.experiments.loading import load_config
 
     with tempfile.TemporaryDirectory(prefix="code-versions-") as scratch:
         scratch = Path(scratch)
@@ -200,28 +210,27 @@ def verify(against: str, kinds: list[str], plain: bool = False) -> int:
         try:
             sides = {"this tree": REPO / "src", f"reference {against}": scratch / "reference" / "src"}
             failed = 0
-            for kind in kinds:
-                preset, overrides = RUNS[kind]
-                overrides = [*([] if plain else overrides), "train.bf16=false"]
-                if kind == "celeba":
+            for label, preset, overrides in runs:
+                overrides = [*overrides, "train.bf16=false"]
+                if load_config(preset, overrides).data.kind == "celeba":  # drawn faces in CelebA's layout
                     from conceptlab.data.celeba import write_drawn_celeba
 
                     files = write_drawn_celeba(scratch / "celeba-files", {c: (12, 4) for c in ("00", "01", "10", "11")})
                     overrides.append(f"data.root={files}")
                 folders = {}
                 for n, (side, src) in enumerate(sides.items()):
-                    folders[side] = scratch / f"side{n}" / kind
+                    folders[side] = scratch / f"side{n}" / label
                     env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1",
                            "CONCEPTLAB_CACHE": str(scratch / f"side{n}" / "cache"), "MPLBACKEND": "Agg"}
                     done = subprocess.run([sys.executable, "-c", DRIVER, str(src), preset, str(folders[side]),
                                            json.dumps(overrides)], env=env, capture_output=True, text=True)
                     if done.returncode != 0:
-                        print(f"{kind}: the {side}'s run failed:\n{done.stderr.strip()[-2000:]}")
+                        print(f"{label}: the {side}'s run failed:\n{done.stderr.strip()[-2000:]}")
                         return 2
                 result = compare_runs(*folders.values())
                 failed += bool(result.changed)
                 verdict = "DIFFERENT" if result.changed else "identical" + (", with new outputs" if result.added else "")
-                print(f"{kind} ({preset}): {verdict}" + "".join(f"\n  {line}" for line in result.changed)
+                print(f"{label} ({preset}): {verdict}" + "".join(f"\n  {line}" for line in result.changed)
                       + "".join(f"\n  new: {line}" for line in result.added))
             return 1 if failed else 0
         finally:
@@ -241,12 +250,17 @@ def main(argv: list[str] | None = None) -> int:
     ver.add_argument("--kinds", nargs="*", choices=KINDS, default=list(KINDS))
     ver.add_argument("--plain", action="store_true",
                      help="the micro presets without the schema doc's extra switches (for a REV older than them)")
+    ver.add_argument("--preset", help="one run of this preset instead of the micro runs (shorten it with --set)")
+    ver.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="overrides of --preset's config")
     args = parser.parse_args(argv)
     if args.command == "check":
         return check()
     if args.command == "record":
         return record(args.reason)
-    return verify(args.against, args.kinds, args.plain)
+    if args.set and not args.preset:
+        parser.error("--set overrides a --preset's config")
+    runs = [(args.preset, args.preset, args.set)] if args.preset else micro_runs(args.kinds, args.plain)
+    return verify(args.against, runs)
 
 
 if __name__ == "__main__":
