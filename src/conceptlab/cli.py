@@ -360,9 +360,24 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
         threads = summary.get("threads", "?")
         threads = f"{threads} thread{'' if threads == 1 else 's'}"
         console.print(f"precision: {made} ({summary.get('device', '?')}, {threads})", markup=False)
+    _print_code(summary.get("provenance"))
     if "disk_bytes" in summary:
         console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}", markup=False)
     console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])), markup=False)
+
+
+def _print_code(made_by) -> None:
+    """`code: <commit> (uncommitted changes); versions …; changed since recorded: …` of the summary's provenance (its
+    last invocation's), when it has one."""
+    if not isinstance(made_by, dict) or not (made_by.get("git_commit") or made_by.get("versions")):
+        return
+    line = f"code: {str(made_by.get('git_commit') or 'unknown')[:10]}"
+    line += " (uncommitted changes)" if made_by.get("git_dirty") else ""
+    if isinstance(made_by.get("versions"), dict):
+        line += "; versions " + ", ".join(f"{k} {v}" for k, v in made_by["versions"].items())
+    if isinstance(made_by.get("code_drift"), list) and made_by["code_drift"]:
+        line += f"; code changed since those versions were recorded: {', '.join(map(str, made_by['code_drift']))}"
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_fields(fields: dict, prefix: str = "") -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -69,9 +70,14 @@ def imported_modules(name: str, root: Path = PACKAGE_DIR) -> set[str]:
     path = module_file(name, root)
     if path is None:
         raise ValueError(f"no module {name!r} under {root}")
+    return set(_imports(name, root, path, *_stamp(path)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _imports(name: str, root: Path, path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in ast.walk(_parsed(path, mtime_ns, size)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -83,7 +89,7 @@ def imported_modules(name: str, root: Path = PACKAGE_DIR) -> set[str]:
             for alias in node.names:  # `from pkg import module` names a module, `from module import name` not
                 sub = f"{module}.{alias.name}"
                 found.add(sub if module_file(sub, root) else module)
-    return {m for m in found if module_file(m, root) is not None}
+    return frozenset(m for m in found if module_file(m, root) is not None)
 
 
 def closure(roots: tuple[str, ...] | list[str], packages: tuple[str, ...], root: Path = PACKAGE_DIR) -> set[str]:
@@ -140,8 +146,12 @@ def _without_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 def fingerprint_source(source: str) -> str:
     """A short hash of the code in `source`: unchanged by comments, docstrings and layout."""
+    return _hash_tree(ast.parse(source))
+
+
+def _hash_tree(tree: ast.AST) -> str:
     writer = _Canonical()
-    writer.visit(ast.parse(source))
+    writer.visit(tree)
     return hashlib.sha256("".join(writer.parts).encode()).hexdigest()[:16]
 
 
@@ -149,7 +159,22 @@ def fingerprint(name: str, root: Path = PACKAGE_DIR) -> str:
     path = module_file(name, root)
     if path is None:
         raise ValueError(f"no module {name!r} under {root}")
-    return fingerprint_source(path.read_text(encoding="utf-8"))
+    return _fingerprint(path, *_stamp(path))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: Path, mtime_ns: int, size: int) -> ast.Module:  # a file is parsed once while it stays the same
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@functools.lru_cache(maxsize=1024)
+def _fingerprint(path: Path, mtime_ns: int, size: int) -> str:
+    return _hash_tree(_parsed(path, mtime_ns, size))
 
 
 @dataclass(frozen=True)
@@ -197,7 +222,8 @@ def fingerprints(key: Key, root: Path = PACKAGE_DIR) -> dict[str, str]:
     return {name: fingerprint(name, root) for name in key.modules}
 
 
-def read_ledger(path: Path = LEDGER) -> dict[str, Any]:
+def read_ledger(path: Path | None = None) -> dict[str, Any]:
+    path = LEDGER if path is None else path
     if not path.is_file():
         return {"keys": {}, "history": []}
     return json.loads(path.read_text(encoding="utf-8"))
@@ -281,5 +307,29 @@ def record(drifts: list[Drift], reason: str | None, commit: str | None, ledger: 
     return ledger
 
 
-def write_ledger(ledger: dict[str, Any], path: Path = LEDGER) -> None:
-    path.write_text(json.dumps(ledger, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+def write_ledger(ledger: dict[str, Any], path: Path | None = None) -> None:
+    target = LEDGER if path is None else path
+    target.write_text(json.dumps(ledger, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def relevant_keys(kind: str, keys: list[Key]) -> list[Key]:
+    """The keys a run of data kind `kind` depends on: the training key, the kind's data and study keys and the cached
+    probes its study imports (a plug-in kind: the training key alone)."""
+    names = {"training", f"data:{kind}", f"study:{kind}"}
+    by_name = {k.name: k for k in keys}
+    study = by_name.get(f"study:{kind}")
+    if study is not None:
+        names |= {name for name, (module, _) in PROBES.items() if module in study.modules}
+    return [k for k in keys if k.name in names]
+
+
+def drift_for(kind: str) -> list[str] | None:
+    """The keys a run of `kind` depends on whose code differs from its record (sorted; [] when every one matches),
+    or None when that cannot be told (no ledger, a source file that does not read or parse). Recorded in every
+    invocation's provenance (`code_drift`)."""
+    if not LEDGER.is_file():
+        return None
+    try:
+        return sorted(d.key.name for d in compare(keys=relevant_keys(kind, current_keys())))
+    except (OSError, SyntaxError, ValueError, KeyError):
+        return None

@@ -3,7 +3,8 @@
 `analysis_versions(cfg)` are what enters run ids (`experiments.sweep.run_id`): a study bumps its `version` when a
 change alters its numbers, so a sweep never reuses a run made by older code, and `invocation(...)` is what every
 invocation of the run driver appends to the folder's `provenance.json` (package version, git commit and whether the
-work tree had uncommitted changes, torch, Python, CPU and GPU model, device, precision, threads, host).
+work tree had uncommitted changes, the version keys whose code changed since it was recorded (`code_drift`, from
+`experiments.code_versions`), torch, Python, CPU and GPU model, device, precision, threads, host).
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def invocation(cfg, device: torch.device, bf16: bool) -> dict[str, Any]:
-    """One invocation's record."""
+def invocation(cfg, device: torch.device, bf16: bool, code_drift: list[str] | None = None) -> dict[str, Any]:
+    """One invocation's record; `code_drift`: the version keys whose code changed since they were recorded
+    (`experiments.code_versions.drift_for`, which the run driver passes)."""
     import torch
 
     commit, dirty = git_state()
@@ -86,6 +88,7 @@ def invocation(cfg, device: torch.device, bf16: bool) -> dict[str, Any]:
         "git_commit": commit,
         "git_dirty": dirty,
         "versions": analysis_versions(cfg),
+        "code_drift": code_drift,
         "torch": torch.__version__,
         "python": platform.python_version(),
         "cpu": cpu_model(),

@@ -30,6 +30,7 @@ import torch
 from rich.console import Console
 
 from conceptlab.analysis.vlb_terms import has_vlb_terms, reconstruction_phase
+from conceptlab.experiments.code_versions import drift_for
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, config_to_yaml, load_config
 from conceptlab.experiments.progress import progress_bar
@@ -392,13 +393,14 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         write_text(run.config, config_to_yaml(cfg))
     data_summary = dgp.describe()
     bf16 = resolve_bf16(cfg.train.bf16, device)
-    this = invocation(cfg, device, bf16)
+    this = invocation(cfg, device, bf16, drift_for(cfg.data.kind))
 
     def record_invocation() -> None:  # again once this invocation has trained and once it has measured
         write_json(run.provenance, {"format": FORMAT, "versions": this["versions"], "invocations": [*earlier, this]})
 
     record_invocation()
     _warn_mixed_precision(run, earlier, this, console)
+    _warn_code_drift(this, console)
     write_json(run.data, data_summary)
     n_params = sum(p.numel() for p in model.parameters())
     console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
@@ -432,8 +434,8 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         "bf16": bf16,
         "precision": run_precision([*earlier, this], lent_invocations(reused)),
         "threads": torch.get_num_threads(),
-        "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "torch", "cpu",
-                                            "gpu", "host")},
+        "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "code_drift",
+                                            "torch", "cpu", "gpu", "host")},
                        **({TRAINED_IN: reused} if reused else {})},
         "seconds": {
             "train": round(train_seconds, 2),
@@ -459,6 +461,16 @@ def _warn_mixed_precision(run: RunFolder, earlier: list[dict], this: dict, conso
                       f"invocation runs in {now} (train.bf16: null follows the machine): its numbers will mix both, "
                       "and its summary's precision will say so. To keep one precision, continue it on a machine like "
                       "the first, or start a new run.", highlight=False, soft_wrap=True)
+
+
+def _warn_code_drift(this: dict, console: Console) -> None:
+    """Say so when the code this run depends on changed since its version numbers were recorded
+    (`experiments.code_versions`): the run id then names versions whose recorded code is not the code that runs."""
+    if this.get("code_drift"):
+        console.print(f"[yellow]warning:[/] code changed since its version number was recorded: "
+                      f"{', '.join(this['code_drift'])} (`scripts/code_versions.py check` names the modules). This "
+                      "run's id carries the recorded versions, its numbers may be another code's: bump or record them; "
+                      "its provenance says so (code_drift).", highlight=False, soft_wrap=True)
 
 
 def write_report(run: RunFolder, console: Console) -> Path | None:

@@ -180,3 +180,44 @@ def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(t
         [])
     assert script.compare_runs(a, run(tmp_path / "f", 1.0, 0.5, 10.0, steps=30)).changed == [
         "config.yaml: the two runs' configs differ (train.steps)"]  # a preset edited between the two codes
+
+
+def test_a_run_of_each_kind_depends_on_the_training_its_data_its_study_and_the_probes_it_imports():
+    keys = cv.current_keys()
+    names = {kind: [k.name for k in cv.relevant_keys(kind, keys)] for kind in ("shapes", "shapes3d", "celeba", "bumps")}
+    assert names["shapes"] == ["training", "data:shapes", "study:shapes", "probe:concept"]
+    assert names["shapes3d"] == ["training", "data:shapes3d", "study:shapes3d", "probe:concept", "probe:attribute"]
+    assert names["celeba"] == ["training", "data:celeba", "study:celeba", "probe:concept", "probe:face"]
+    assert names["bumps"] == ["training", "data:bumps", "study:bumps"]
+    assert [k.name for k in cv.relevant_keys("mypkg.studies:Ring", keys)] == ["training"]  # a plug-in kind
+    assert cv.drift_for("shapes") == []
+
+
+def test_a_run_made_by_code_that_changed_under_its_versions_warns_records_it_and_shows_it(tmp_path, monkeypatch):
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+    from conceptlab.experiments.loading import load_config
+    from conceptlab.experiments.runner import run_experiment
+
+    ledger = cv.read_ledger()
+    module = sorted(ledger["keys"]["study:shapes"]["modules"])[0]
+    ledger["keys"]["study:shapes"]["modules"][module] = "0" * 16  # as if that module had changed since its record
+    cv.write_ledger(ledger, tmp_path / "ledger.json")
+    monkeypatch.setattr(cv, "LEDGER", tmp_path / "ledger.json")
+    assert cv.drift_for("shapes") == ["study:shapes"] and cv.drift_for("bumps") == []
+
+    console = Console(record=True, width=200)
+    cfg = load_config("micro", ["train.steps=2", "train.checkpoint_schedule=list", "train.checkpoint_steps=[2]",
+                                "eval.samples_per_class=2", "eval.interventions=null", "train.bf16=false"])
+    summary = run_experiment(cfg, tmp_path / "run", progress=False, console=console)
+    assert "warning: code changed since its version number was recorded: study:shapes" in console.export_text()
+    assert summary["provenance"]["code_drift"] == ["study:shapes"]
+    assert json.loads((tmp_path / "run" / "provenance.json").read_text())["invocations"][-1]["code_drift"] == [
+        "study:shapes"]
+    shown = CliRunner().invoke(app, ["runs", "show", str(tmp_path / "run")])
+    assert "code changed since those versions were recorded: study:shapes" in shown.output, shown.output
+
+    monkeypatch.setattr(cv, "LEDGER", tmp_path / "absent.json")  # no record to compare with: not known, not []
+    assert cv.drift_for("shapes") is None
