@@ -201,6 +201,30 @@ def test_a_run_that_evaluated_another_runs_training_names_its_trainer_among_mach
     assert toy["machines"] == ["test CPU", "trainer CPU, GPU a GPU"] and toy["code"] == ["1234567", "abcdef0"]
 
 
+def test_runs_made_while_their_code_differed_from_its_recorded_version_are_counted_and_said(tmp_path):
+    """`code_drift` in a run's provenance (experiments.code_versions), or in the invocation that trained it: the
+    finding counts those runs and names the keys; runs without the field (older records) or with [] add nothing."""
+    from conceptlab.report.findings import findings_markdown
+
+    suite = load_suite(_write(tmp_path, _suite()))
+    p = plan(suite, None, "full", tmp_path / "out")
+    made = {"cpu": "test CPU", "gpu": None, "git_commit": "abcdef0123"}
+    drift = {"provenance": {**made, "code_drift": ["study:shapes"]}}
+    lent = {"provenance": {**made, "code_drift": [], "trained_in": {"run_id": "x", "folder": "/x", "invocations": [
+        {"cpu": "test CPU", "gpu": None, "git_commit": "1234567890", "code_drift": ["training"]}]}}}
+    _fake_runs(p, {"a": {100: {**_acc(0.9, 200, 300), **drift}, 101: {**_acc(0.85, None, 300), **lent}},
+                   "b": {100: _acc(0.6, 1, 1)}})
+    result = evaluate_suite(p)
+    (toy,) = result["findings"]
+    assert toy["code_drift"] == {"runs": 2, "keys": ["study:shapes", "training"]}
+    assert ("code: 1234567, abcdef0 (2 runs made while the code of study:shapes, training differed from their "
+            "recorded version)") in findings_markdown(result)
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: {**_acc(0.85, None, 300), "provenance": {**made,
+                                                                                                   "code_drift": []}}}})
+    (clean,) = evaluate_suite(p)["findings"]
+    assert "code_drift" not in clean
+
+
 def _acc(color: float, lt_color, lt_size) -> dict:
     return {"final_accuracy": {"11/color": color},
             "learning_time": {"held_out/color": lt_color, "held_out/size": lt_size}}

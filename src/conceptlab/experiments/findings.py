@@ -817,6 +817,9 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries}
                      | {str(i.get("git_commit"))[:7] for i in trainers})
     made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
+    # runs made while code they depend on differed from its recorded version (experiments.code_versions)
+    drifts = [d for d in [(r.get("provenance") or {}).get("code_drift") for r in summaries]
+              + [i.get("code_drift") for i in trainers] if isinstance(d, list) and d]
     return {
         "name": finding.name, "paper": finding.paper, "claim": finding.claim,
         "setup": "+".join(made) if made else finding.setup,  # what the runs were (a paper-scale run is the paper's)
@@ -828,6 +831,7 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
         "run_sets": {n: {"seeds": p.sets[n].seeds, "command": p.sets[n].command, "folder": str(p.sets[n].root),
                          "finished": len(recs[n]), "missing": missing[n]} for n in sets_used},
         "machines": machines, "precision": precision, "threads": threads, "code": commits,
+        **({"code_drift": {"runs": len(drifts), "keys": sorted({str(k) for d in drifts for k in d})}} if drifts else {}),
         "run_seconds": round(seconds, 3),  # an analytic set takes milliseconds
         "command": f"conceptlab findings {finding.name}" + ("" if p.scale == "full" else f" --scale {p.scale}"),
     }

@@ -189,6 +189,18 @@ def _threads(f: dict) -> str:
     return f"threads: {', '.join(map(str, f['threads']))}; " if f.get("threads") else ""
 
 
+def _code(f: dict) -> str:
+    """"a1b2c3d, e4f5a6b" — the commits that made a finding's runs, and how many of them ran while code they depend
+    on differed from its recorded version (`code_drift`)."""
+    text = ", ".join(f["code"]) or "—"
+    drift = f.get("code_drift")
+    if drift:
+        n = drift["runs"]
+        text += (f" ({n} run{'' if n == 1 else 's'} made while the code of {', '.join(drift['keys'])} differed from "
+                 f"{'its' if len(drift['keys']) == 1 else 'their'} recorded version)")
+    return text
+
+
 def _provenance_line(result: dict) -> str:
     code = result.get("code", {})
     commit = (code.get("git_commit") or "unknown")[:10] + (" (uncommitted changes)" if code.get("git_dirty") else "")
@@ -250,7 +262,7 @@ def findings_markdown(result: dict) -> str:
                          + (f" ({len(s['missing'])} run{'' if len(s['missing']) == 1 else 's'} not finished)" if s["missing"] else "")
                          for n, s in f["run_sets"].items())
         out += [f"Command: `{f['command']}`. Runs: {sets}. Machine: {', '.join(f['machines']) or '—'}; "
-                f"precision: {', '.join(f['precision']) or '—'}; {_threads(f)}code: {', '.join(f['code']) or '—'}; "
+                f"precision: {', '.join(f['precision']) or '—'}; {_threads(f)}code: {_code(f)}; "
                 f"run time (sum over the runs it reads{SHARED_RUNS}): {hms(f.get('run_seconds'))}.", ""]
     return "\n".join(out).rstrip() + "\n"
 
@@ -293,7 +305,7 @@ def findings_html(result: dict, root: Path) -> str:
             body.append(f"<p class=\"muted\">Command: <code>{html.escape(f['command'])}</code>. Machine: "
                         f"{html.escape(', '.join(f['machines']) or '—')}; precision: "
                         f"{html.escape(', '.join(f['precision']) or '—')}; {html.escape(_threads(f))}code: "
-                        f"{html.escape(', '.join(f['code']) or '—')}; run time (sum over the runs it reads"
+                        f"{html.escape(_code(f))}; run time (sum over the runs it reads"
                         f"{html.escape(SHARED_RUNS)}): {hms(f.get('run_seconds'))}.</p>")
         sections.append((f["name"], f["name"], "".join(body)))
     return page("Findings", f"scale {html.escape(result['scale'])}", sections)
