@@ -21,7 +21,9 @@ it was last recorded, and a history of each record with its reason. `compare()` 
 moved while its version stood still (or whose version moved without a record); the unit test fails on any, and
 `scripts/code_versions.py record` writes a new record: after a bump, or with `--reason` for a change that alters
 no stored number (`scripts/code_versions.py verify` checks that claim bit for bit on micro runs of the code before
-and after). Built-in studies only; a plug-in study keeps its own `version`.
+and after). `drift_for(kind)` names the keys a run of that kind depends on whose code moved: the run driver records
+it in every invocation's provenance (`code_drift`) and warns. `studies/base.py` (with `NOISE_SEEDING_VERSION`) is in
+every study key. Built-in studies only; a plug-in study keeps its own `version`.
 """
 
 from __future__ import annotations
