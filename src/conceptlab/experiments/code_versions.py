@@ -238,6 +238,7 @@ class Drift:
     key: Key
     recorded_version: int | None
     changed: tuple[str, ...]  # modules added, removed or edited since the record
+    gone: bool = False  # recorded, but no longer a key of the source (a study or probe removed or renamed)
 
     @property
     def bumped(self) -> bool:
@@ -245,6 +246,9 @@ class Drift:
 
     def message(self) -> str:
         k = self.key
+        if self.gone:
+            return (f"{k.name}: recorded (version {self.recorded_version}) but no longer a key of this source (a study "
+                    "or probe removed or renamed): `scripts/code_versions.py record` drops its record")
         if self.recorded_version is None:
             return f"{k.name}: not recorded yet (version {k.version}): `scripts/code_versions.py record`"
         if k.version < self.recorded_version:
@@ -266,7 +270,13 @@ def compare(ledger: dict[str, Any] | None = None, root: Path = PACKAGE_DIR,
     the committed one)."""
     ledger = read_ledger() if ledger is None else ledger
     drifts = []
-    for key in current_keys(root) if keys is None else keys:
+    if keys is None:
+        keys = current_keys(root)
+        names = {k.name for k in keys}
+        for name, old in ledger.get("keys", {}).items():
+            if name not in names:
+                drifts.append(Drift(Key(name, old["version"], "", ()), old["version"], tuple(old["modules"]), True))
+    for key in keys:
         record = ledger.get("keys", {}).get(key.name)
         if record is None:
             drifts.append(Drift(key, None, key.modules))
@@ -288,6 +298,11 @@ def record(drifts: list[Drift], reason: str | None, commit: str | None, ledger: 
     today = today or datetime.date.today().isoformat()
     for drift in drifts:
         key = drift.key
+        if drift.gone:
+            ledger["keys"].pop(key.name, None)
+            ledger["history"].append({"date": today, "based_on": commit, "key": key.name, "version": key.version,
+                                      "changed": [], "reason": reason or "dropped: no longer in the source"})
+            continue
         if drift.recorded_version is not None and key.version < drift.recorded_version:
             raise ValueError(drift.message())
         same = drift.recorded_version == key.version

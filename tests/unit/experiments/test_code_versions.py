@@ -221,3 +221,13 @@ def test_a_run_made_by_code_that_changed_under_its_versions_warns_records_it_and
 
     monkeypatch.setattr(cv, "LEDGER", tmp_path / "absent.json")  # no record to compare with: not known, not []
     assert cv.drift_for("shapes") is None
+
+
+def test_a_recorded_key_the_source_no_longer_has_is_named_and_dropped_by_a_record():
+    ledger = cv.read_ledger()
+    ledger["keys"]["study:ring"] = {"version": 2, "modules": {"conceptlab.studies.ring": "0" * 16}}
+    (gone,) = cv.compare(ledger)
+    assert gone.gone and gone.key.name == "study:ring" and "no longer a key of this source" in gone.message()
+    after = cv.record([gone], None, "abc", ledger)
+    assert "study:ring" not in after["keys"] and after["history"][-1]["reason"] == "dropped: no longer in the source"
+    assert cv.compare(after) == []
