@@ -27,7 +27,7 @@ from conceptlab.analysis import finding_criteria
 from conceptlab.config_base import config_hash
 from conceptlab.experiments.claims import summary_value
 from conceptlab.experiments.loading import ConfigError, parse_yaml
-from conceptlab.experiments.provenance import cpu_model, git_state, package_version, precision_name
+from conceptlab.experiments.provenance import cpu_model, git_state, package_version, precision_name, run_code_drift
 from conceptlab.experiments.executors import RunTask
 from conceptlab.experiments.findings_spec import (
     SCALES, FindingSpec, RunSetSpec, Selector, StepBefore, StepWindow, Suite, Variant, claim_criteria, select,
@@ -817,9 +817,8 @@ def evaluate_finding(p: Plan, finding: FindingSpec, recs: dict[str, list[RunReco
     commits = sorted({str((r.get("provenance") or {}).get("git_commit"))[:7] for r in summaries}
                      | {str(i.get("git_commit"))[:7] for i in trainers})
     made = sorted({r.setup for rs in runs_by_set.values() for r in rs if r.setup is not None})
-    # runs made while code they depend on differed from its recorded version (experiments.code_versions)
-    drifts = [d for d in [(r.get("provenance") or {}).get("code_drift") for r in summaries]
-              + [i.get("code_drift") for i in trainers] if isinstance(d, list) and d]
+    # runs made (or whose training was made) while code they depend on differed from its recorded version
+    drifts = [d for d in (run_code_drift([(r.get("provenance") or {}), *trainers_of(r)]) for r in once.values()) if d]
     return {
         "name": finding.name, "paper": finding.paper, "claim": finding.claim,
         "setup": "+".join(made) if made else finding.setup,  # what the runs were (a paper-scale run is the paper's)

@@ -107,6 +107,13 @@ def invocation(cfg, device: torch.device, bf16: bool, code_drift: list[str] | No
 TRAINED, MEASURED = "trained", "measured"
 
 
+def run_code_drift(invocations: list[dict[str, Any]]) -> list[str] | None:
+    """The version keys whose code differed from its record in any of a run's invocations (sorted; [] when none
+    did), or None when no invocation recorded it (made before `code_drift` existed)."""
+    known = [i["code_drift"] for i in invocations if isinstance(i.get("code_drift"), list)]
+    return sorted({str(k) for drift in known for k in drift}) if known else None
+
+
 def precision_name(bf16: bool) -> str:
     """How a precision is named in summaries, costs and reports."""
     return "bf16 autocast" if bf16 else "fp32"

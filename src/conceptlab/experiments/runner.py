@@ -40,6 +40,7 @@ from conceptlab.experiments.provenance import (
     analysis_versions,
     invocation,
     invocation_precision,
+    run_code_drift,
     run_precision,
 )
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
@@ -434,8 +435,9 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         "bf16": bf16,
         "precision": run_precision([*earlier, this], lent_invocations(reused)),
         "threads": torch.get_num_threads(),
-        "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions", "code_drift",
-                                            "torch", "cpu", "gpu", "host")},
+        "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions")},
+                       "code_drift": run_code_drift([*earlier, this]),  # any invocation's, not only the last
+                       **{k: this[k] for k in ("torch", "cpu", "gpu", "host")},
                        **({TRAINED_IN: reused} if reused else {})},
         "seconds": {
             "train": round(train_seconds, 2),

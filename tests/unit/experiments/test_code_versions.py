@@ -231,3 +231,14 @@ def test_a_recorded_key_the_source_no_longer_has_is_named_and_dropped_by_a_recor
     after = cv.record([gone], None, "abc", ledger)
     assert "study:ring" not in after["keys"] and after["history"][-1]["reason"] == "dropped: no longer in the source"
     assert cv.compare(after) == []
+
+
+def test_a_runs_drift_is_every_invocations_not_only_the_last():
+    from conceptlab.experiments.provenance import run_code_drift
+
+    trained_drifting, evaluated_clean = {"code_drift": ["training"]}, {"code_drift": []}
+    assert run_code_drift([trained_drifting, evaluated_clean]) == ["training"]
+    assert run_code_drift([evaluated_clean, {"code_drift": ["study:shapes", "training"]}]) == ["study:shapes", "training"]
+    assert run_code_drift([evaluated_clean]) == []
+    assert run_code_drift([{"git_commit": "abc"}]) is None  # made before the field: not known
+    assert run_code_drift([{"git_commit": "abc"}, evaluated_clean]) == []
