@@ -9,11 +9,12 @@
 
 `verify [--against REV] [--kinds ...]` backs a `--reason`: it trains and evaluates one micro run of each data kind
 (the schema doc's runs: every intervention, homology over training, bump counting, the abstractions analyses, drawn
-faces for celeba; `--plain`: the presets alone; `--preset` with `--set`: any one config) with the code of REV (a temporary worktree, its own presets) and
-with this tree's code, in fp32 on one thread, each side with its own probe cache, and compares the two resolved
-configs (a preset edited between the two codes makes it no comparison of code alone, and says so), every table,
-every checkpoint's tensors and the summary (its timings, paths and provenance aside) bit for bit. Same machine, same packages: any difference is the code's. A
-micro run does not reach every branch (the paper presets, every config switch), so a pass is evidence, not proof.
+faces for celeba; `--plain`: the presets alone; `--preset` with `--set`: any one config) with the code of REV (a
+temporary worktree, its own presets) and with this tree's code, in fp32 on one thread, each side with its own probe
+cache, and compares the two resolved configs (a preset edited between the two codes makes it no comparison of code
+alone, and says so), every table, every checkpoint's tensors and the summary (its timings, paths and provenance
+aside) bit for bit. Same machine, same packages: any difference is the code's. A micro run does not reach every
+branch (the paper presets, every config switch), so a pass is evidence, not proof.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def compare_runs(ours: Path, reference: Path) -> Comparison:
                 out.added += _named(f"{rel}: tensors only in this tree's:", sorted(x.keys() - y.keys()))
                 diff = sorted(k for k in y.keys() if k not in x or not x[k].equal(y[k]))
                 if diff:
-                    out.changed.append(f"{rel}: tensors differ ({', '.join(diff[:5])}{', …' if len(diff) > 5 else ''})")
+                    out.changed += _named(f"{rel}: tensors differ:", diff, most=5)
     for name in ("summary.json", "data.json"):
         x, y = (_flatten(_scrub(json.loads((side / name).read_text()))) for side in (ours, reference))
         out.added += _named(f"{name}: only in this tree's:", sorted(x.keys() - y.keys()))
@@ -229,7 +230,8 @@ def verify(against: str, runs: list[tuple[str, str, list[str]]]) -> int:
                         return 2
                 result = compare_runs(*folders.values())
                 failed += bool(result.changed)
-                verdict = "DIFFERENT" if result.changed else "identical" + (", with new outputs" if result.added else "")
+                verdict = ("DIFFERENT" if result.changed
+                           else "identical" + (", with new outputs" if result.added else ""))
                 print(f"{label} ({preset}): {verdict}" + "".join(f"\n  {line}" for line in result.changed)
                       + "".join(f"\n  new: {line}" for line in result.added))
             return 1 if failed else 0

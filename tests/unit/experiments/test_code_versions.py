@@ -42,7 +42,8 @@ def test_every_built_in_study_and_cached_probe_has_its_keys_and_the_training_key
 def test_comments_docstrings_and_layout_do_not_count_code_and_constants_do():
     base = '"""Module."""\nimport math\n\ndef f(x):\n    """Doc."""\n    return math.sqrt(x) * 2\n'
     same = [
-        '"""Another module docstring."""\nimport math\n\n\ndef f(x):  # a comment\n    return math.sqrt(\n        x) * 2\n',
+        '"""Another module docstring."""\nimport math\n\n\ndef f(x):  # a comment\n'
+        '    return math.sqrt(\n        x) * 2\n',
         'import math\ndef f(x):\n    """Other words."""\n    # only a comment changed\n    return math.sqrt(x) * 2\n',
     ]
     different = [
@@ -163,7 +164,7 @@ def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(t
     assert script.compare_runs(a, run(tmp_path / "b", 1.0, 0.5, 99.0)) == script.Comparison()  # timings, paths
     found = script.compare_runs(a, run(tmp_path / "c", 1.0 + 1e-6, 0.75, 10.0))  # one float32 ulp ≈ 1.2e-7
     assert found.changed == ["concept_space.parquet: values differ in accuracy (max |Δ| 0.25)",
-                             "checkpoints/step_0000010.safetensors: tensors differ (w)",
+                             "checkpoints/step_0000010.safetensors: tensors differ: w",
                              "summary.json: differs in final_accuracy (max |Δ| 0.25)"] and found.added == []
     d = run(tmp_path / "d", 1.0, 0.5, 10.0)
     (d / "concept_space.parquet").unlink()
@@ -238,7 +239,8 @@ def test_a_runs_drift_is_every_invocations_not_only_the_last():
 
     trained_drifting, evaluated_clean = {"code_drift": ["training"]}, {"code_drift": []}
     assert run_code_drift([trained_drifting, evaluated_clean]) == ["training"]
-    assert run_code_drift([evaluated_clean, {"code_drift": ["study:shapes", "training"]}]) == ["study:shapes", "training"]
+    both = {"code_drift": ["study:shapes", "training"]}
+    assert run_code_drift([evaluated_clean, both]) == ["study:shapes", "training"]
     assert run_code_drift([evaluated_clean]) == []
     assert run_code_drift([{"git_commit": "abc"}]) is None  # made before the field: not known
     assert run_code_drift([{"git_commit": "abc"}, evaluated_clean]) == []
