@@ -1000,8 +1000,12 @@ def findings(
         first = (" (the first record of a run id is kept: a fresh run of a recorded id is not "
                  "recorded over it)" if not reuse and kept["already"] else "")
         live = f" ({result['recorded']} as they finished)" if result.get("recorded") else ""
+        drift = (f", {kept['code_drift']} made while code they depend on differed from its recorded version (not "
+                 "recorded: record or bump the versions with scripts/code_versions.py, then run them again with "
+                 "--no-reuse)" if kept.get("code_drift") else "")
         console.print(f"records in {record}/runs: {kept['recorded']} runs recorded now{live}, {kept['already']} "
-                      f"recorded earlier{first}, {kept['not_finished']} not finished (not recorded)", markup=False)
+                      f"recorded earlier{first}, {kept['not_finished']} not finished (not recorded){drift}",
+                      markup=False)
     if result["failed"]:
         for run_id, error in result["failed"].items():
             console.print(f"failed {run_id}: {one_line(str(error))}", markup=False, soft_wrap=True)

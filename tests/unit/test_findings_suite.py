@@ -589,7 +589,7 @@ def test_records_keep_what_evaluation_reads_and_evaluate_to_the_same_verdicts(tm
                    "b": {100: _acc(0.6, 1, 1), 101: _acc(0.8, 1, 1)}})  # b's seed 102 unfinished
     for name in ("a", "b"):
         _with_heavy_files(p, name)
-    assert record_plan(p, tmp_path / "rec") == {"recorded": 5, "already": 0, "not_finished": 1}
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 5, "already": 0, "not_finished": 1, "code_drift": 0}
     run = p.sets["a"].sweep.runs[0]
     kept = tmp_path / "rec" / "runs" / "a" / run.run_id
     assert is_record(kept) and not is_record(run.directory(p.sets["a"].sweep.root))
@@ -608,11 +608,34 @@ def test_records_keep_what_evaluation_reads_and_evaluate_to_the_same_verdicts(tm
     (kept / "summary.json").write_text("{}")  # an edited record is caught
     assert verify_record(kept) == ["summary.json: changed since it was recorded"]
     _fake_runs(p, {"b": {102: _acc(0.7, 1, 1)}})
-    assert record_plan(p, tmp_path / "rec") == {"recorded": 1, "already": 5, "not_finished": 0}
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 1, "already": 5, "not_finished": 0, "code_drift": 0}
     assert (kept / "summary.json").read_text() == "{}"
     assert not [q for q in (tmp_path / "rec" / "runs" / "b").iterdir() if q.name.startswith(".")]  # no staging left
     with pytest.raises(ConfigError, match="is the findings root itself"):
         record_plan(p, tmp_path / "out")
+
+
+def test_a_run_made_while_its_code_differed_from_its_recorded_version_is_not_kept_as_a_record(tmp_path):
+    """`code_drift` in the run's provenance, or in the invocations that trained the training it reuses: its numbers
+    belong to no recorded code, so `--record` leaves it out and counts it; [] or a run from before the field is
+    recorded as ever."""
+    from conceptlab.experiments.findings import made_with_code_drift, record_plan
+
+    suite = load_suite(_write(tmp_path, _suite()))
+    p = plan(suite, None, "full", tmp_path / "out")
+    made = {"cpu": "test CPU", "gpu": None, "git_commit": "abcdef0123"}
+    lent = {**made, "code_drift": [], "trained_in": {"run_id": "x", "folder": "/x", "invocations": [
+        {**made, "code_drift": ["training"]}]}}
+    _fake_runs(p, {"a": {100: {**_acc(0.9, 200, 300), "provenance": {**made, "code_drift": ["study:shapes"]}},
+                         101: {**_acc(0.85, None, 300), "provenance": lent},
+                         102: {**_acc(0.9, 200, None), "provenance": {**made, "code_drift": []}}},
+                   "b": {100: _acc(0.6, 1, 1), 101: _acc(0.8, 1, 1), 102: _acc(0.7, 1, 1)}})  # b: before the field
+    for name in ("a", "b"):
+        _with_heavy_files(p, name)
+    folders = [r.directory(p.sets["a"].sweep.root) for r in p.sets["a"].sweep.runs]
+    assert [made_with_code_drift(f) for f in folders] == [True, True, False]
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 4, "already": 0, "not_finished": 0, "code_drift": 2}
+    assert sorted(q.name for q in (tmp_path / "rec" / "runs" / "a").iterdir()) == [p.sets["a"].sweep.runs[2].run_id]
 
 
 def test_a_record_replaces_an_unfinished_leftover_and_is_never_made_of_an_unfinished_run(tmp_path):
@@ -647,8 +670,8 @@ def test_an_analytic_set_reports_its_machine_time_and_precision_and_is_recorded(
     (f,) = evaluate_suite(p)["findings"]
     assert f["verdict"] == "reproduced" and f["precision"] == ["analytic (no network)"]
     assert f["machines"] != ["None"] and f["code"] != ["None"] and f["run_seconds"] > 0
-    assert record_plan(p, tmp_path / "rec") == {"recorded": 1, "already": 0, "not_finished": 0}
-    assert record_plan(p, tmp_path / "rec") == {"recorded": 0, "already": 1, "not_finished": 0}
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 1, "already": 0, "not_finished": 0, "code_drift": 0}
+    assert record_plan(p, tmp_path / "rec") == {"recorded": 0, "already": 1, "not_finished": 0, "code_drift": 0}
     (again,) = evaluate_suite(plan(suite, None, "full", tmp_path / "rec"))["findings"]
     assert again["criteria"] == f["criteria"] and again["machines"] == f["machines"]
     # the suite's arguments change: the results computed from the old ones are not read (not run yet), here or in

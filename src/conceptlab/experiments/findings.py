@@ -231,6 +231,8 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
         if record is None or outcome.state != "done":
             return
         dest = Path(record) / "runs" / set_of[outcome.run_id] / outcome.run_id
+        if made_with_code_drift(first[outcome.run_id]):  # not a record (record_plan counts it)
+            return
         try:
             recorded += record_run(first[outcome.run_id], dest) is not None
         except (OSError, ConfigError) as err:  # kept for the final record_plan to try again; the runs go on
@@ -549,14 +551,15 @@ def record_plan(p: Plan, dest: Path | str) -> dict[str, int]:
     """Keep a record (`store.records`) of every finished run of the plan's run sets under `<dest>/runs/<set>/<run
     id>/`, and each analytic set's per-seed results beside them, so that `dest` can be evaluated later as a findings
     root (`conceptlab findings --evaluate-only --root <dest>`) with runs gathered from several sessions or machines.
-    A run already recorded there (same run id: same config and analysis versions) keeps its first record. Returns
-    counts: recorded now, already recorded, not finished (not recorded)."""
+    A run already recorded there (same run id: same config and analysis versions) keeps its first record; a run made
+    while code it depends on differed from its recorded version (`made_with_code_drift`) is not recorded. Returns
+    counts: recorded now, already recorded, not finished, made with code drift (the last two not recorded)."""
     import shutil
 
     dest = Path(dest)
     if dest.resolve() == p.root.resolve():
         raise ConfigError(f"the records folder {dest} is the findings root itself; name another folder")
-    counts = {"recorded": 0, "already": 0, "not_finished": 0}
+    counts = {"recorded": 0, "already": 0, "not_finished": 0, "code_drift": 0}
     for s in p.sets.values():
         target = dest / "runs" / s.name
         if s.sweep is None:
@@ -575,11 +578,22 @@ def record_plan(p: Plan, dest: Path | str) -> dict[str, int]:
             folder = r.directory(s.sweep.root)
             if not is_complete(folder):
                 counts["not_finished"] += 1
+            elif made_with_code_drift(folder):
+                counts["code_drift"] += 1
             elif record_run(folder, target / r.run_id) is None:
                 counts["already"] += 1
             else:
                 counts["recorded"] += 1
     return counts
+
+
+def made_with_code_drift(folder: Path) -> bool:
+    """Whether a finished run (or the training it reuses) was made while code it depends on differed from its
+    recorded version (`code_drift` in its summary, `experiments.code_versions`): its numbers then belong to no
+    recorded code, so it is not kept as a record. Runs made before the field existed are not."""
+    summary = read_json(folder / "summary.json")
+    made_by = summary.get("provenance") or {}
+    return bool(run_code_drift([made_by, *trainers_of(summary)]))
 
 
 # -- reading the runs and evaluating ------------------------------------------------------------------------------------
