@@ -244,3 +244,19 @@ def test_a_runs_drift_is_every_invocations_not_only_the_last():
     assert run_code_drift([evaluated_clean]) == []
     assert run_code_drift([{"git_commit": "abc"}]) is None  # made before the field: not known
     assert run_code_drift([{"git_commit": "abc"}, evaluated_clean]) == []
+
+
+def test_a_python_whose_nodes_carry_extra_empty_fields_hashes_the_same_code_the_same_way(monkeypatch):
+    """Python 3.12 added `type_params` (an empty list unless used) to functions and classes; a newer Python may add
+    more. The writer skips empty and None fields, so such a Python gives the fingerprints recorded with this one."""
+    import ast
+
+    source = "class A:\n    def f(self, x: int = 1) -> int:\n        return x + 1\n"
+    before = cv.fingerprint_source(source)
+    for node_type in (ast.FunctionDef, ast.ClassDef):
+        monkeypatch.setattr(node_type, "_fields", (*node_type._fields, "type_params"))
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            node.type_params = []
+    assert cv._hash_tree(tree) == before
