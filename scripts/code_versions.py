@@ -34,8 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from conceptlab.experiments import code_versions  # noqa: E402
 
-IGNORED = {"run", "runs_dir", "provenance", "invocations", "disk_bytes", "threads", "device", "figures", "path", "root"}
-
 DRIVER = """
 import json, sys
 from pathlib import Path
@@ -80,15 +78,6 @@ def record(reason: str | None) -> int:
     return 0
 
 
-def _scrub(value):
-    """A summary without what differs between any two runs of the same code (timings, paths, provenance)."""
-    if isinstance(value, dict):
-        return {k: _scrub(v) for k, v in value.items() if k not in IGNORED and "seconds" not in k}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
-
-
 @dataclass
 class Comparison:
     """Two run folders compared: what changed (or is missing from this tree's run) and what this tree's run adds
@@ -99,15 +88,18 @@ class Comparison:
 
 
 def compare_runs(ours: Path, reference: Path) -> Comparison:
-    """Every difference between two run folders' configs, tables, tensors and summaries."""
-    import pandas as pd
+    """Every difference between two run folders' configs, tables (per checkpoint too), tensors and summaries, exact,
+    leaving out what differs between two makings of one run (`findings_compare.IGNORED`: timings, provenance, …)."""
     import yaml
     from safetensors.torch import load_file
 
+    from conceptlab.experiments.findings_compare import IGNORED, compare_summaries, compare_tables, ignored, leaves
+    from conceptlab.store.files import read_json, read_parquet
+
     out = Comparison()
-    a, b = (_scrub(yaml.safe_load((side / "config.yaml").read_text())) for side in (ours, reference))
-    if a != b:  # e.g. a preset edited between the two codes: then not a comparison of code alone
-        out.changed.append(f"config.yaml: the two runs' configs differ ({', '.join(_changed_keys(a, b))})")
+    _, differing = compare_summaries(*(yaml.safe_load((side / "config.yaml").read_text()) for side in (ours, reference)))
+    if differing:  # e.g. a preset edited between the two codes: then not a comparison of code alone
+        out.changed.append(f"config.yaml: the two runs' configs differ ({', '.join(p for p, _, _ in differing)})")
     for pattern in ("**/*.parquet", "**/*.safetensors"):
         mine = {p.relative_to(ours) for p in ours.glob(pattern)}
         theirs = {p.relative_to(reference) for p in reference.glob(pattern)}
@@ -115,83 +107,34 @@ def compare_runs(ours: Path, reference: Path) -> Comparison:
         out.changed += [f"{rel}: only in the reference's run" for rel in sorted(theirs - mine)]
         for rel in sorted(mine & theirs):
             if rel.suffix == ".parquet":
-                x, y = pd.read_parquet(ours / rel), pd.read_parquet(reference / rel)
-                out.added += _named(f"{rel}: columns only in this tree's:", sorted(set(x.columns) - set(y.columns)))
-                out.changed += _named(f"{rel}: columns only in the reference's:",
-                                      sorted(set(y.columns) - set(x.columns)))
-                shared = [c for c in y.columns if c in x.columns]
-                difference = _table_difference(x[shared], y[shared])
+                x, y = read_parquet(ours / rel), read_parquet(reference / rel)
+                new = [c for c in x.columns if c not in y.columns]  # a new column is a new output
+                out.added += _named(f"{rel}: columns only in this tree's:", new)
+                difference = compare_tables(x.drop(columns=new), y)
                 out.changed += [f"{rel}: {difference}"] if difference else []
             else:
                 x, y = load_file(ours / rel), load_file(reference / rel)
                 out.added += _named(f"{rel}: tensors only in this tree's:", sorted(x.keys() - y.keys()))
-                diff = sorted(k for k in y.keys() if k not in x or not x[k].equal(y[k]))
-                if diff:
-                    out.changed += _named(f"{rel}: tensors differ:", diff, most=5)
+                out.changed += _named(f"{rel}: tensors differ:",
+                                      sorted(k for k in y.keys() if k not in x or not x[k].equal(y[k])), most=5)
     for name in ("summary.json", "data.json"):
-        x, y = (_flatten(_scrub(json.loads((side / name).read_text()))) for side in (ours, reference))
-        out.added += _named(f"{name}: only in this tree's:", sorted(x.keys() - y.keys()))
-        changed = _named("differs in", [k + _largest_change([x[k]], [y[k]]) for k in sorted(x.keys() & y.keys())
-                                        if x[k] != y[k] and not (x[k] != x[k] and y[k] != y[k])])  # NaN = NaN
-        changed += _named("only in the reference's:", sorted(y.keys() - x.keys()))
-        out.changed += [f"{name}: {'; '.join(changed)}"] if changed else []
+        x, y = read_json(ours / name), read_json(reference / name)
+        theirs = {p for p in leaves(y) if not ignored(p, IGNORED)}  # a field only ours has is a new output
+        _, differing = compare_summaries(x, y)
+        out.added += _named(f"{name}: only in this tree's:", [p for p, _, _ in differing if p not in theirs])
+        out.changed += _named(f"{name}: differs in", [p + _gap(a, b) for p, a, b in differing if p in theirs])
     return out
 
 
-def _changed_keys(a: dict, b: dict) -> list[str]:
-    """`section.key` (or `key` at the top level) of every value two configs disagree on."""
-    keys = []
-    for section in sorted(a.keys() | b.keys()):
-        x, y = a.get(section), b.get(section)
-        if x == y:
-            continue
-        if isinstance(x, dict) and isinstance(y, dict):
-            keys += [f"{section}.{k}" for k in sorted(x.keys() | y.keys()) if x.get(k) != y.get(k)]
-        else:
-            keys.append(section)
-    return keys
-
-
-def _flatten(value, prefix: str = "") -> dict:
-    """A JSON value's leaves by dotted path (`controls.pixels.additive_share`, `checkpoints.3`); an empty dict or
-    list is a leaf."""
-    if isinstance(value, dict) and value:
-        return {k: v for key, item in value.items() for k, v in _flatten(item, f"{prefix}{key}.").items()}
-    if isinstance(value, list) and value:
-        return {k: v for i, item in enumerate(value) for k, v in _flatten(item, f"{prefix}{i}.").items()}
-    return {prefix.rstrip("."): value}
+def _gap(a, b) -> str:
+    """` (by x)`: how far apart two numbers are, else nothing."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+    return f" (by {abs(a - b):.2g})" if numbers else ""
 
 
 def _named(what: str, names: list[str], most: int = 8) -> list[str]:
     shown = ", ".join(map(str, names[:most])) + (f", … ({len(names)} in all)" if len(names) > most else "")
     return [f"{what} {shown}"] if names else []
-
-
-def _largest_change(a, b) -> str:
-    """` (max |Δ| x)` for two numeric columns of one length, else ``."""
-    import numpy as np
-
-    try:
-        x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    except (TypeError, ValueError):
-        return ""
-    if x.shape != y.shape or x.ndim != 1:
-        return ""
-    both = ~(np.isnan(x) & np.isnan(y))
-    delta = np.abs(x[both] - y[both])
-    return f" (max |Δ| {np.nanmax(delta):.2g})" if delta.size and not np.isnan(delta).all() else " (NaN in one)"
-
-
-def _table_difference(a, b) -> str:
-    """What differs between two tables of the same columns: rows, or the columns whose values differ (with the
-    largest change of a numeric one)."""
-    if a.equals(b):
-        return ""
-    if len(a) != len(b):
-        return f"{len(a)} rows against {len(b)}"
-    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
-    differ = [c + _largest_change(a[c], b[c]) for c in b.columns if not a[c].equals(b[c])]
-    return f"values differ in {', '.join(differ)}" if differ else "the tables differ (column types)"
 
 
 def micro_runs(kinds: list[str], plain: bool) -> list[tuple[str, str, list[str]]]:

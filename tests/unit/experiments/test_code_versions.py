@@ -142,30 +142,37 @@ def _script():
     return module
 
 
-def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(tmp_path):
+def test_verify_compares_configs_tables_tensors_and_summaries_but_not_timings_or_provenance(tmp_path):
     import pandas as pd
     import torch
     from safetensors.torch import save_file
 
     script = _script()
 
-    def run(folder: Path, weight: float, accuracy: float, seconds: float, steps: int = 20) -> Path:
+    def run(folder: Path, weight: float, accuracy: float, seconds: float, steps: int = 20, learned=200) -> Path:
         (folder / "checkpoints").mkdir(parents=True)
-        (folder / "config.yaml").write_text(f"name: micro\nruns_dir: {folder}\ntrain:\n  steps: {steps}\n")
+        (folder / "eval").mkdir()
+        (folder / "config.yaml").write_text(f"name: micro\nruns_dir: runs\ntrain:\n  steps: {steps}\n")
         save_file({"w": torch.full((2, 2), weight)}, folder / "checkpoints" / "step_0000010.safetensors")
         pd.DataFrame({"step": [10], "accuracy": [accuracy]}).to_parquet(folder / "concept_space.parquet")
-        summary = {"final_accuracy": accuracy, "seconds": seconds, "run": str(folder),
+        pd.DataFrame({"step": [10], "score": [accuracy]}).to_parquet(folder / "eval" / "step_0000010.parquet")
+        summary = {"final_accuracy": accuracy, "learning_time": {"held_out/color": learned}, "seconds": seconds,
                    "probe": {"accuracy": 0.9, "train_seconds": seconds}, "provenance": {"host": str(folder)}}
         (folder / "summary.json").write_text(json.dumps(summary))
         (folder / "data.json").write_text(json.dumps({"concepts": ["color", "size"]}))
         return folder
 
     a = run(tmp_path / "a", 1.0, 0.5, 10.0)
-    assert script.compare_runs(a, run(tmp_path / "b", 1.0, 0.5, 99.0)) == script.Comparison()  # timings, paths
+    assert script.compare_runs(a, run(tmp_path / "b", 1.0, 0.5, 99.0)) == script.Comparison()  # timings, provenance
     found = script.compare_runs(a, run(tmp_path / "c", 1.0 + 1e-6, 0.75, 10.0))  # one float32 ulp ≈ 1.2e-7
-    assert found.changed == ["concept_space.parquet: values differ in accuracy (max |Δ| 0.25)",
+    assert found.changed == ["concept_space.parquet: 1 cell differs in accuracy (largest gap 0.25)",
+                             "eval/step_0000010.parquet: 1 cell differs in score (largest gap 0.25)",
                              "checkpoints/step_0000010.safetensors: tensors differ: w",
-                             "summary.json: differs in final_accuracy (max |Δ| 0.25)"] and found.added == []
+                             "summary.json: differs in final_accuracy (by 0.25)"] and found.added == []
+    # a value censored in one run (null) and not in the other is a changed number, not a new field
+    censored = script.compare_runs(run(tmp_path / "g", 1.0, 0.5, 10.0, learned=None), a)
+    assert censored.changed == ["summary.json: differs in learning_time.held_out/color"] and censored.added == []
+    assert script.compare_runs(a, tmp_path / "g").changed == ["summary.json: differs in learning_time.held_out/color"]
     d = run(tmp_path / "d", 1.0, 0.5, 10.0)
     (d / "concept_space.parquet").unlink()
     assert script.compare_runs(a, d) == script.Comparison([], ["concept_space.parquet: only in this tree's run"])
@@ -173,12 +180,13 @@ def test_verify_compares_tables_tensors_and_summaries_but_not_timings_or_paths(t
     # a new column or summary field is a new output, not a changed number; one the reference has and ours lost is
     e = run(tmp_path / "e", 1.0, 0.5, 10.0)
     pd.DataFrame({"step": [10], "accuracy": [0.5], "valid": [1.0]}).to_parquet(e / "concept_space.parquet")
-    (e / "summary.json").write_text(json.dumps({"final_accuracy": 0.5, "probe": {"accuracy": 0.9}, "new": 1}))
+    summary = json.loads((e / "summary.json").read_text())
+    (e / "summary.json").write_text(json.dumps({**summary, "new": 1}))
     assert script.compare_runs(e, a) == script.Comparison(
         [], ["concept_space.parquet: columns only in this tree's: valid", "summary.json: only in this tree's: new"])
     assert script.compare_runs(a, e) == script.Comparison(
-        ["concept_space.parquet: columns only in the reference's: valid", "summary.json: only in the reference's: new"],
-        [])
+        ["concept_space.parquet: columns differ (only in a: —; only in b: ['valid'])",
+         "summary.json: differs in new"], [])
     assert script.compare_runs(a, run(tmp_path / "f", 1.0, 0.5, 10.0, steps=30)).changed == [
         "config.yaml: the two runs' configs differ (train.steps)"]  # a preset edited between the two codes
 
