@@ -8,10 +8,10 @@ probes, interventions, analysis · store · report · studies · experiments · 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import conceptlab
+from conceptlab.experiments.code_versions import imported_modules
 
 ROOT = Path(conceptlab.__file__).parent
 LAYERS = [
@@ -40,35 +40,10 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
-def imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package modules `name` imports (a `from pkg import x` where pkg.x is a module counts as pkg.x)."""
-    tree = ast.parse(path.read_text())
-    skipped = {id(n) for block in ast.walk(tree) if _type_checking_only(block) for n in ast.walk(block)}
-    found: set[str] = set()
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
-        if isinstance(node, ast.Import):
-            targets = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
-        else:
-            continue
-        found.update(t for t in targets if t == "conceptlab" or t.startswith("conceptlab."))
-    return {t for t in found if t in known and t != name}
-
-
 def graph() -> dict[str, set[str]]:
-    mods = modules()
-    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+    """Every module's package imports, read by the one scanner the code-versions guard uses (every import, also
+    inside functions; not those under `if TYPE_CHECKING:`)."""
+    return {name: imported_modules(name) for name in modules()}
 
 
 def rank(module: str) -> int:

@@ -68,7 +68,9 @@ def module_file(name: str, root: Path = PACKAGE_DIR) -> Path | None:
 
 
 def imported_modules(name: str, root: Path = PACKAGE_DIR) -> set[str]:
-    """The package's modules that module `name` imports anywhere in its source (function-level imports too)."""
+    """The package's modules that module `name` imports anywhere in its source (function-level imports too; not
+    those under `if TYPE_CHECKING:`, which never run), itself left out. `tests/unit/test_layering.py` walks the
+    package's import graph with it."""
     path = module_file(name, root)
     if path is None:
         raise ValueError(f"no module {name!r} under {root}")
@@ -78,8 +80,13 @@ def imported_modules(name: str, root: Path = PACKAGE_DIR) -> set[str]:
 @functools.lru_cache(maxsize=1024)
 def _imports(name: str, root: Path, path: Path, mtime_ns: int, size: int) -> frozenset[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = _parsed(path, mtime_ns, size)
+    type_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                 and "TYPE_CHECKING" in ast.unparse(block.test) for n in ast.walk(block)}
     found: set[str] = set()
-    for node in ast.walk(_parsed(path, mtime_ns, size)):
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -91,7 +98,7 @@ def _imports(name: str, root: Path, path: Path, mtime_ns: int, size: int) -> fro
             for alias in node.names:  # `from pkg import module` names a module, `from module import name` not
                 sub = f"{module}.{alias.name}"
                 found.add(sub if module_file(sub, root) else module)
-    return frozenset(m for m in found if module_file(m, root) is not None)
+    return frozenset(m for m in found if m != name and module_file(m, root) is not None)
 
 
 def closure(roots: tuple[str, ...] | list[str], packages: tuple[str, ...], root: Path = PACKAGE_DIR) -> set[str]:
