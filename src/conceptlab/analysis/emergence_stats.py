@@ -9,8 +9,10 @@ would still come first more often than not. The statistics here compare like wit
   every checkpoint, of k independent naive batches (naive prompting's stream 0 and its repeats on streams 1..k−1),
   the same images per batch and the same emergence rule as the intervention;
 - **censored gap** (`gap_interval`): baseline step − intervention step per seed, as an interval when either never
-  emerged (censored at the last checkpoint: "> last"): both emerged → [g, g]; only the intervention →
-  (last − e_x, ∞); only the baseline → (−∞, e_b − last); neither → (−∞, ∞), undetermined;
+  emerged, censored at c, the earliest step a series that never emerged could still emerge at had the run gone on
+  (`EmergenceRule.censor_step`: "> last" when one checkpoint suffices, else the `stay` − 1-th last checkpoint):
+  both emerged → [g, g]; only the intervention → (c − e_x, ∞); only the baseline → (−∞, e_b − c); neither →
+  (−∞, ∞), undetermined;
 - **across seeds** (`summarize_gaps`): a paired sign test over the seeds whose gap has a sign (exact binomial,
   one-sided for "capability first" and two-sided), and distribution-free bounds on the median gap — the median of
   the interval ends, with an order-statistic confidence interval at ≥ the asked confidence (conservative under
@@ -47,6 +49,17 @@ class EmergenceRule:
     def step(self, steps: Sequence[float], scores: Sequence[float], n: Sequence[int] | int | None) -> float:
         return emergence_step(steps, scores, self.threshold, self.stay, n if self.confidence else None)
 
+    def censor_step(self, steps: Sequence[float]) -> float:
+        """The earliest step at which a series that never emerged over `steps` could still emerge, had the run gone
+        on: with `stay` = s ≥ 2 (clamped to the run's length, as `emergence_step` does), a crossing at the s − 1
+        last checkpoints needs checkpoints the run does not have, so it is the (s − 1)-th last checkpoint (≥); with
+        s = 1 (or None, "stays to the end") it is after the last one (> last, returned as the last step)."""
+        steps = np.sort(np.asarray(steps, dtype=float))
+        if steps.size == 0:
+            raise ValueError("censor_step needs at least one checkpoint")
+        s = 1 if self.stay is None else min(self.stay, steps.size)
+        return float(steps[steps.size - s + 1]) if s >= 2 else float(steps[-1])
+
 
 def matched_baseline(table: pd.DataFrame, target: str, k: int) -> pd.DataFrame:
     """Per step, the best score over naive prompting's streams 0..k−1 for `target` (columns step, score, n, stream).
@@ -73,17 +86,19 @@ def variants_per_intervention(table: pd.DataFrame, target: str) -> dict[str, int
     return {str(k): int(v) for k, v in first.groupby("intervention", sort=False)["variant"].nunique().items()}
 
 
-def gap_interval(intervention_step: float, baseline_step: float, last_step: float) -> tuple[float, float]:
+def gap_interval(intervention_step: float, baseline_step: float, censor_step: float) -> tuple[float, float]:
     """The gap baseline − intervention (positive: the intervention first) as an interval; NaN steps never emerged
-    (censored at `last_step`). Bounds are exclusive where censored (e.g. (last − e_x, ∞))."""
+    and are censored at `censor_step` (`EmergenceRule.censor_step`: the last checkpoint when one checkpoint
+    suffices, where the bound is exclusive, e.g. (last − e_x, ∞); earlier when `stay` ≥ 2, where it is inclusive
+    but never reached: an emerged step is before it)."""
     x, b = intervention_step, baseline_step
     x_done, b_done = not math.isnan(x), not math.isnan(b)
     if x_done and b_done:
         return (b - x, b - x)
     if x_done:
-        return (last_step - x, math.inf)
+        return (censor_step - x, math.inf)
     if b_done:
-        return (-math.inf, b - last_step)
+        return (-math.inf, b - censor_step)
     return (-math.inf, math.inf)
 
 
@@ -222,7 +237,7 @@ def null_false_positive_rates(
     # holds the same images in the same order (the same streams × images), a replicate draws its images once and
     # follows them through the checkpoints; otherwise each checkpoint is drawn on its own (`paired` says which).
     paired = all(len({len(pool) for pool in pools[r]}) == 1 for r in runs)
-    last = steps[-1]
+    censor = rule.censor_step(steps)
 
     def draw(run) -> np.ndarray:  # [replicates, batches, T]: mean score of n resampled images
         out = np.empty((replicates, batches, t))
@@ -269,7 +284,7 @@ def null_false_positive_rates(
         signs = np.zeros_like(naive)
         for r in range(replicates):
             for s in range(len(runs)):
-                signs[r, s] = sign_of(gap_interval(xs[x][r, s], bs[x][r, s], last))
+                signs[r, s] = sign_of(gap_interval(xs[x][r, s], bs[x][r, s], censor))
         pos, neg = (signs > 0).sum(axis=1), (signs < 0).sum(axis=1)
         tested = pos + neg
         p = np.where(tested > 0, binom.sf(pos - 1, np.maximum(tested, 1), 0.5), 1.0)

@@ -191,7 +191,7 @@ def matched_gaps(cfg, table: pd.DataFrame, target: str, steps_by: dict[str, floa
     step and the censored gap baseline − intervention (`analysis.emergence_stats`); and the baselines' curves."""
     iv = cfg.eval.interventions
     rule = EmergenceRule(iv.threshold, iv.stay, iv.confidence)
-    last = float(table["step"].max())
+    censor = rule.censor_step(table.loc[table["target"] == target, "step"].unique())
     counts = variants_per_intervention(table, target)
     streams = int(table[(table["target"] == target) & table["intervention"].isin(["naive", "naive_repeats"])]
                   ["stream"].nunique())
@@ -207,7 +207,7 @@ def matched_gaps(cfg, table: pd.DataFrame, target: str, steps_by: dict[str, floa
             baselines[k] = (rule.step(curve["step"], curve["score"], curve["n"].to_numpy()), curve)
             curves.append(curve.assign(target=target, k=k))
         base_step, _ = baselines[k]
-        lo, hi = gap_interval(steps_by[name], base_step, last)
+        lo, hi = gap_interval(steps_by[name], base_step, censor)
         out[name] = {"k": k, "step": _nan_to_none(steps_by[name]), "baseline_step": _nan_to_none(base_step),
                      "gap_low": _bound(lo), "gap_high": _bound(hi)}
     table_out = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()

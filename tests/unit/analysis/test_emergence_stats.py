@@ -70,6 +70,25 @@ def test_gap_intervals_are_censored_at_the_last_checkpoint():
     assert sign_of(gap_interval(1000, math.nan, 1000)) == 1  # emerged at the last checkpoint, the baseline never
 
 
+def test_a_series_that_never_emerged_is_censored_where_it_could_still_emerge_not_after_the_run():
+    """With `stay` = 3 a crossing at the last two checkpoints cannot count within the run: a baseline above the bar
+    at 5,000 and 6,000 only never emerged, yet one more checkpoint above would make it emerge at 5,000, a gap of
+    3,000; the interval must hold that gap (censored at 5,000, not after 6,000)."""
+    steps = [1000, 2000, 3000, 4000, 5000, 6000]
+    rule = EmergenceRule(threshold=0.5, stay=3, confidence=False)
+    intervention = [0.1, 0.9, 0.9, 0.9, 0.9, 0.9]
+    baseline = [0.1, 0.1, 0.1, 0.1, 0.9, 0.9]
+    x, b = rule.step(steps, intervention, None), rule.step(steps, baseline, None)
+    assert (x, math.isnan(b)) == (2000, True)
+    low, high = gap_interval(x, b, rule.censor_step(steps))
+    longer = rule.step(steps + [7000], baseline + [0.9], None)
+    assert longer == 5000 and low <= longer - x <= high, (low, high)
+    assert (low, high) == (3000, math.inf)
+    assert EmergenceRule(stay=2).censor_step(steps) == 6000 == EmergenceRule(stay=1).censor_step(steps)
+    assert EmergenceRule(stay=5).censor_step(steps[:2]) == 2000  # stay clamped to the run's length, as emergence_step
+    assert sign_of(gap_interval(x, b, rule.censor_step(steps))) == 1  # signs are unchanged by the censoring point
+
+
 def test_sign_test_and_median_interval():
     gaps = [(200, 200), (100, 100), (700, math.inf), (-100, -100), (-math.inf, math.inf)]
     test = sign_test(gaps)
