@@ -8,7 +8,9 @@ of the way from start to end,
     progress(τ) = (v(τ) − start) / (end − start) ≥ fraction,
 
 linearly interpolated between grid points. `start` defaults to the curve's first value (give chance level for probe
-accuracy), `end` to its last. A curve that never moves (end = start) or never gets there has no commitment time (NaN).
+accuracy), `end` to its last. A curve that never moves (end = start) or never gets there has no commitment time (NaN),
+nor, given the measure's `direction` (+1 rising, −1 falling), one that ends on the wrong side of its start — a probe
+that ends at or below chance, a forking entropy that does not fall — whose dips would otherwise read as progress.
 
 Agreement between measures is the Spearman rank correlation of the attributes' commitment times under each pair of
 measures (scipy); with two attributes it is ±1 (same or reversed order), NaN when a measure ties or lacks a time.
@@ -45,15 +47,19 @@ def commitment_time(
     fraction: float = 0.5,
     start: float | None = None,
     end: float | None = None,
+    direction: int | None = None,
 ) -> float:
     """The first τ at which the curve has gone `fraction` of the way from `start` to `end` (interpolated); NaN if
-    never or if the curve does not move."""
+    never, if the curve does not move, or if it moves against `direction` (+1: it must end above its start, −1:
+    below; None: either way)."""
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction must lie in (0, 1), got {fraction}")
+    if direction not in (None, 1, -1):
+        raise ValueError(f"direction must be +1, -1 or None, got {direction!r}")
     tau, values = _check_curve(torch.as_tensor(tau), torch.as_tensor(values))
     v0 = float(values[0]) if start is None else float(start)
     v1 = float(values[-1]) if end is None else float(end)
-    if v1 == v0:
+    if v1 == v0 or (direction is not None and (v1 - v0) * direction < 0):
         return math.nan
     progress = (values - v0) / (v1 - v0)
     above = (progress >= fraction).nonzero()
@@ -72,16 +78,19 @@ def commitment_table(
     fraction: float = 0.5,
     starts: Mapping[str, Mapping[str, float]] | None = None,
     ends: Mapping[str, Mapping[str, float]] | None = None,
+    directions: Mapping[str, int] | None = None,
 ) -> pd.DataFrame:
     """Commitment times: rows = attributes, columns = measures, from curves {measure: {attribute: (tau, values)}};
     `starts` / `ends` {measure: {attribute: level}} override the first / last value (e.g. chance for probe
-    accuracy, H(V) = ln K for mutual information, whose estimate can overshoot at small σ)."""
-    starts, ends = starts or {}, ends or {}
+    accuracy, H(V) = ln K for mutual information, whose estimate can overshoot at small σ); `directions`
+    {measure: ±1} the way each measure moves when an attribute is committed (`commitment_time`)."""
+    starts, ends, directions = starts or {}, ends or {}, directions or {}
     table: dict[str, dict[str, float]] = {}
     for measure, per_attribute in curves.items():
         table[measure] = {
             attribute: commitment_time(
-                tau, values, fraction, starts.get(measure, {}).get(attribute), ends.get(measure, {}).get(attribute)
+                tau, values, fraction, starts.get(measure, {}).get(attribute), ends.get(measure, {}).get(attribute),
+                directions.get(measure),
             )
             for attribute, (tau, values) in per_attribute.items()
         }
@@ -151,8 +160,8 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
     quantile, not the normal's: with 64 units and 21 τ the normal one rejects equal curves ~1.7× as often as α.
     No stderr given (None) counts as 0 (the margin alone); a NaN stderr at a τ means that τ cannot pass.
     Returns {"departs", "departs_margin" (the margin alone, the test before 2026-12-04), "gap" (the largest
-    |t − c| / range), "z" (the largest |t − c| / se among the τ beyond the margin; inf where se = 0, None where no τ
-    is), "z_needed"}.
+    |t − c| / range), "z" (the largest |t − c| / se among the τ beyond the margin whose se is known; inf where se = 0,
+    None where no τ is), "z_needed"}.
     """
     def as_curve(values) -> Tensor:  # a copy: pandas hands out read-only arrays
         if isinstance(values, Tensor):
@@ -183,7 +192,8 @@ def departure(trained: Sequence[float], control: Sequence[float], margin: float,
 
     z_needed = float(norm.ppf(level) if df is None else student_t.ppf(level, df))
     z = torch.where(noise > 0, diff / noise.clamp_min(1e-300), torch.where(diff > 0, math.inf, 0.0))
-    z_beyond = z[beyond_margin]
+    z = torch.where(noise.isnan(), math.nan, z)  # unknown noise: that τ cannot pass (NaN > z_needed is False)
+    z_beyond = z[beyond_margin & ~z.isnan()]
     return {"departs": bool((beyond_margin & (z > z_needed)).any()), "departs_margin": bool(beyond_margin.any()),
             "gap": float(diff.max()) / scale, "z": float(z_beyond.max()) if z_beyond.numel() else None,
             "z_needed": z_needed}

@@ -1,4 +1,5 @@
-"""Prompts of categorical attributes: one one-hot block per attribute, an all-zero block meaning "not given".
+"""Prompts of categorical attributes: one one-hot block per attribute, a block of the null value (0 by default) meaning
+"not given".
 
 This layout is shared by the data (Shapes3D prompts), the VE process (attribute-wise label dropout nulls blocks)
 and the analyses (conditional denoisers given one attribute at a time).
@@ -16,10 +17,12 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class AttributePrompt:
-    """One-hot prompt blocks per attribute; an all-zero block means "attribute not given" (the null label)."""
+    """One-hot prompt blocks per attribute; a block filled with `null_value` means "attribute not given" (the null
+    label, as the VE process's label dropout writes it)."""
 
     names: tuple[str, ...]
     sizes: tuple[int, ...]
+    null_value: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.names or len(self.names) != len(self.sizes) or len(set(self.names)) != len(self.names):
@@ -50,7 +53,7 @@ class AttributePrompt:
         if bool(((labels < 0) | (labels >= sizes)).any()):
             raise ValueError(f"labels out of range; attribute sizes are {dict(zip(self.names, self.sizes))}")
         keep = {self.index(n) for n in (self.names if given is None else given)}
-        prompt = torch.zeros(labels.shape[0], self.dim)
+        prompt = torch.full((labels.shape[0], self.dim), float(self.null_value))
         for i, block in enumerate(self.blocks):
             if i in keep:
                 prompt[:, block] = torch.nn.functional.one_hot(labels[:, i].long(), self.sizes[i]).float()
@@ -65,7 +68,7 @@ class AttributePrompt:
 
     def null(self, n: int) -> Tensor:
         """The null (unconditional) prompt, n rows."""
-        return torch.zeros(n, self.dim)
+        return torch.full((n, self.dim), float(self.null_value))
 
 
 def attribute_blocks(sizes: Sequence[int]) -> list[slice]:

@@ -114,7 +114,8 @@ class Shapes3DWorld:
         self.attributes = tuple(cfg.attributes)
         self.concepts = self.attributes
         self.levels = {a: cfg.attribute_levels(a) for a in self.attributes}
-        self.prompt = AttributePrompt(self.attributes, tuple(len(self.levels[a]) for a in self.attributes))
+        self.prompt = AttributePrompt(self.attributes, tuple(len(self.levels[a]) for a in self.attributes),
+                                      cfg.null_value)
         self.prompt_dim = self.prompt.dim
         self.attribute_sizes = self.prompt.sizes
         self.fixed = {f: cfg.fixed.get(f, 0) for f in FACTORS if f not in self.attributes}

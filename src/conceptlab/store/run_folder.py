@@ -190,6 +190,10 @@ class RunFolder:
         `train.checkpoints`'."""
         return list_checkpoints(self.checkpoints)
 
+    def pruned_steps(self) -> set[int]:
+        """The checkpoints retention deleted once the run was evaluated (`training.json`'s `pruned`; none before)."""
+        return set(read_json(self.training).get("pruned", [])) if self.training.is_file() else set()
+
     # -- measurements and tables ------------------------------------------------------------------------------------
     def step_file(self, directory: str, step: int, piece: str | None = None, suffix: str = ".parquet") -> Path:
         """A measurement's file for one checkpoint: `directory/step_XXXXXXX<suffix>`, or with `piece`

@@ -31,6 +31,7 @@ from conceptlab.studies.base import (
     due_checkpoints,
     eval_noise_seed,
     read_step_tables,
+    run_due_checkpoints,
 )
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "due_checkpoints",
     "eval_noise_seed",
     "read_step_tables",
+    "run_due_checkpoints",
     "study_for",
 ]
 

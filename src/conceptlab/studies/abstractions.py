@@ -82,7 +82,7 @@ from conceptlab.studies.base import (
     StepResult,
     StudyBase,
     Summary,
-    due_checkpoints,
+    run_due_checkpoints,
     eval_noise_seed,
     once_each,
     random_init_model,
@@ -92,6 +92,8 @@ from conceptlab.studies.base import (
 DIRECTORY = "abstractions"  # per checkpoint: abstractions/step_XXXXXXX/<piece>.parquet (conditional: .json)
 CONTROL_PREFIX = {"untrained": "untrained__", "random_init": "random_init__", "pixels": "pixels__"}  # final step only
 MEASURES = ("mutual_information", "mutual_information_bound", "forking_entropy", "linear_probe")  # primary, figure order
+DIRECTIONS = {"mutual_information": 1, "mutual_information_bound": 1, "mutual_information_final": 1,
+              "forking_entropy": -1, "linear_probe": 1}  # how each curve moves as an attribute is committed
 PIECES = ("conditional", *MEASURES)
 COLUMNS = ["run", "step", "measure", "attribute", "tau", "sigma", "logsnr", "value", "stderr", "reference",
            "reference_name"]
@@ -443,7 +445,7 @@ def commitment(curves: pd.DataFrame, level: float, process) -> pd.DataFrame:
             starts.setdefault(measure, {})[attribute], ends.setdefault(measure, {})[attribute] = first, last
     if "mutual_information" in tables:
         tables["mutual_information_final"] = tables["mutual_information"]
-    table = commitment_table(tables, fraction=level, starts=starts, ends=ends)
+    table = commitment_table(tables, fraction=level, starts=starts, ends=ends, directions=DIRECTIONS)
     rows = []
     for measure in table.columns:
         order = commitment_order(table, measure)
@@ -744,7 +746,7 @@ class AbstractionsStudy(StudyBase):
     def evaluation(self, cfg, dgp: Shapes3DWorld, model, run: RunFolder, console, progress) -> Evaluation:
         """The classifier (cached, or trained now), then the five pieces per chosen checkpoint, each resumable."""
         a = cfg.eval.abstractions
-        chosen = due_checkpoints(run.list_checkpoints(), a.every)
+        chosen = run_due_checkpoints(run, a.every)
         if not chosen:
             raise FileNotFoundError(f"no checkpoints in {run.checkpoints} to evaluate")
         began = time.perf_counter()

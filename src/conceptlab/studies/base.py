@@ -239,6 +239,16 @@ def due_checkpoints(checkpoints: list[tuple[int, Any]], every: int | None) -> li
     return chosen
 
 
+def run_due_checkpoints(run: RunFolder, every: int | None) -> list[tuple[int, Any]]:
+    """The checkpoints on disk of `run` that a measurement with `every` covers (`due_checkpoints`), counted over every
+    checkpoint the run wrote — those retention pruned too (`RunFolder.pruned_steps`) — so pruning does not shift
+    which ones the rule picks."""
+    listed = run.list_checkpoints()
+    pruned = run.pruned_steps() - {s for s, _ in listed}
+    written = sorted([*listed, *((s, None) for s in pruned)], key=lambda c: c[0])
+    return [c for c in due_checkpoints(written, every) if c[0] not in pruned]
+
+
 def read_step_tables(run: RunFolder, directory: str, piece: str | None = None) -> pd.DataFrame:
     """Every checkpoint's Parquet rows of one measurement, concatenated in step order (stable, index reset);
     RuntimeError when no checkpoint has been measured."""

@@ -11,6 +11,7 @@ import torch
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import build_run_model, run_experiment
 from conceptlab.hooks import HookNameError
+from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies import abstractions as stage
 from conceptlab.studies import build_data
 from conceptlab.report.abstraction_figures import plot_abstractions
@@ -127,3 +128,17 @@ def test_signal_orders_wall_hue_object_hue_shape_where_the_footprint_does_not():
     rows = stage.probe_rows(30, 12, seed=0)
     assert len(rows) == 30 and torch.bincount(rows, minlength=12).min() >= 2
     assert len(set(stage.probe_rows(5, 12, seed=0).tolist())) == 5
+
+
+def test_a_pruned_run_summarised_again_keeps_every_evaluated_checkpoint(tmp_path):
+    """Retention (`train.keep_checkpoints: evaluated`) deletes the checkpoints no measurement used; summarising the
+    finished run again (a resume) must pick every k-th checkpoint among those the run wrote, not among those left —
+    picked among 1, 3, 5, every 2nd would be 1, 5, and step 3 would drop out of the tables."""
+    cfg = load_config("abstractions-micro", ["train.steps=5", "train.checkpoint_schedule=list",
+                                             "train.checkpoint_steps=[1,2,3,4,5]", "eval.abstractions.every=2",
+                                             "train.keep_checkpoints=evaluated", "eval.abstractions.taus=[0.0,1.0]"])
+    first = run_experiment(cfg, tmp_path / "run", progress=False)
+    assert sorted(s for s, _ in RunFolder(tmp_path / "run").list_checkpoints()) == [1, 3, 5]
+    again = run_experiment(cfg, tmp_path / "run", progress=False)
+    assert first["evaluated_steps"] == again["evaluated_steps"] == [1, 3, 5]
+    assert sorted(pd.read_parquet(tmp_path / "run" / "commitment.parquet")["step"].unique()) == [1, 3, 5]

@@ -36,6 +36,25 @@ def test_commitment_time_of_known_curves():
     assert math.isnan(commitment_time(TAU, ramp, end=5.0))  # never gets there
 
 
+def test_a_curve_that_ends_on_the_wrong_side_of_its_start_is_never_committed():
+    """A probe at chance whose last value is a little below it would read its dips below chance as progress; with
+    the measure's direction it has no commitment time, and a curve moving the right way is unaffected."""
+    at_chance = torch.tensor([0.5, 0.47, 0.52, 0.49, 0.48])
+    grid = torch.linspace(0, 1, 5)
+    assert not math.isnan(commitment_time(grid, at_chance, start=0.5))  # no direction: the dips count
+    assert math.isnan(commitment_time(grid, at_chance, start=0.5, direction=1))
+    entropy = torch.tensor([1.0, 1.1, 1.2, 1.3, 1.4])  # a forking entropy that rises
+    assert math.isnan(commitment_time(grid, entropy, direction=-1))
+    assert commitment_time(grid, entropy.flip(0), direction=-1) == pytest.approx(0.5)
+    acc = torch.tensor([0.27, 0.24, 0.26, 0.4, 0.625, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert commitment_time(TAU, acc, start=0.25, direction=1) == commitment_time(TAU, acc, start=0.25)
+    table = commitment_table({"linear_probe": {"a": (grid, at_chance), "b": (grid, grid)}}, starts={
+        "linear_probe": {"a": 0.5, "b": 0.0}}, directions={"linear_probe": 1})
+    assert math.isnan(table.loc["a", "linear_probe"]) and table.loc["b", "linear_probe"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="direction"):
+        commitment_time(grid, at_chance, direction=0)
+
+
 def test_table_order_and_agreement():
     logistic = lambda centre: torch.sigmoid((TAU - centre) * 30)
     curves = {
@@ -95,6 +114,15 @@ def test_departure_needs_the_margin_and_the_noise():
     # no stderr: the margin alone (the test before 2026-12-04); an exactly flat control with se 0 departs
     assert departure(trained, shifted, 0.1)["departs"]
     assert departure(trained, torch.zeros_like(GRID21), 0.1)["z"] == math.inf
+    # a NaN stderr where the curves differ: that τ cannot pass (it once read as z = inf and passed)
+    unknown = torch.full_like(GRID21, math.nan)
+    assert not departure(trained, shifted, 0.1, unknown, unknown)["departs"]
+    assert departure(trained, shifted, 0.1, unknown, unknown)["z"] is None
+    assert not departure(torch.tensor([0.0, 0.5, 1.0]), torch.tensor([0.0, 0.0, 1.0]), 0.1,
+                         [0.0, math.nan, 0.0], [0.0, 0.0, 0.0])["departs"]
+    partly = se.clone()
+    partly[10] = math.nan  # one unknown τ: the others still decide
+    assert departure(trained, shifted, 0.1, partly, se)["departs"]
     # Bonferroni over the grid: z for 21 points at α = 0.05
     assert d["z_needed"] == pytest.approx(3.0381, abs=1e-3)
 

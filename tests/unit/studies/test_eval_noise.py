@@ -83,6 +83,9 @@ def test_abstractions_measurements_read_the_runs_own_seed(monkeypatch):
         def list_checkpoints(self):
             return [(100, None)]
 
+        def pruned_steps(self):
+            return set()
+
     for overrides in ([], ["eval.noise_per_run=true"]):
         cfg = load_config("abstractions-micro", ["train.train_seed=5", *overrides])
         evaluation = abstractions.STUDY.evaluation(cfg, None, _FakeModel(), _Run(), None, None)
