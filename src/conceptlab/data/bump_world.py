@@ -101,6 +101,27 @@ class BumpsDataConfig(DataSection):
     def _stripes_need_a_border(self) -> "BumpsDataConfig":
         if self.image == "bump+stripes" and self.border == 0:
             raise ValueError("image bump+stripes needs border > 0: its stripes are the labels outside the frame")
+        if self.periodic and self.border > 0:
+            raise ValueError("periodic needs border 0: a torus wraps the visible frame, and an extended canvas would "
+                             "wrap at the drawn one (the locator, label refinement and chord tests would disagree)")
+        return self
+
+    @model_validator(mode="after")
+    def _held_out_inside_the_frame(self) -> "BumpsDataConfig":
+        """The held-out region's defaults are for the 32-pixel frame without a border; on any other canvas they would
+        hold out a corner, or nothing: the region must lie inside the visible frame, in label coordinates."""
+        h, low, high = self.held_out, float(self.border), float(self.border + self.image_size)
+        frame = f"the visible frame [{low:g}, {high:g}] (label coordinates: border {self.border} + image_size " \
+                f"{self.image_size})"
+        if h.kind == "x_band" and not low <= h.low <= h.high <= high:
+            raise ValueError(f"held_out x_band [{h.low:g}, {h.high:g}] must lie inside {frame}: set held_out.low "
+                             "and held_out.high")
+        if h.kind in ("lesion", "exterior") and not all(low <= c - h.width / 2 and c + h.width / 2 <= high
+                                                         for c in h.centre):
+            middle = low + self.image_size / 2
+            raise ValueError(f"held_out {h.kind}: the square of width {h.width:g} around {tuple(h.centre)} must lie "
+                             f"inside {frame} on both axes (the frame's centre is ({middle:g}, {middle:g})): set "
+                             "held_out.centre and held_out.width")
         return self
 
     @property

@@ -115,7 +115,7 @@ class GeometryConfig(StrictConfig):
     added_fields: ClassVar[tuple[str, ...]] = ("homology_dims_rule", "homology_max_dims", "noise_per_run")
 
     hook: str = Field("mid.blocks.1.hook_out", description="hook point read (the paper's 'layer 4': after the bottleneck)")
-    t: float = Field(0.5, ge=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
+    t: float = Field(0.5, gt=0.0, le=1.0, description="diffusion time of the forward pass (0 = data, 1 = noise)")
     pool: Literal["flatten", "mean"] = Field("mean", description="spatial activations: flatten or mean over space")
     input: Literal["data", "noise"] = Field(
         "data", description="data: the noised ground-truth image of each label; noise: one shared noise image"

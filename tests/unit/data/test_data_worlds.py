@@ -59,14 +59,27 @@ def test_periodic_world_has_its_period():
 @pytest.mark.parametrize(
     "held_out, fragment",
     [
-        ({"kind": "lesion", "width": 100}, "no training data left"),
-        ({"kind": "x_band", "low": 100, "high": 200}, "contains no 2D label"),
+        ({"kind": "lesion", "width": 16, "centre": (8, 8)}, "no training data left"),
+        ({"kind": "x_band", "low": 8.1, "high": 8.2}, "contains no 2D label"),
+        ({"kind": "lesion", "width": 100}, r"must lie inside the visible frame \[0, 16\]"),
+        ({"kind": "lesion", "width": 4}, r"around \(16.0, 16.0\) must lie inside .* frame's centre is \(8, 8\)"),
+        ({"kind": "x_band", "low": 100, "high": 200}, r"x_band \[100, 200\] must lie inside the visible frame"),
     ],
 )
 def test_bad_splits_are_one_clear_error(held_out, fragment):
+    """Including the held-out region's defaults, made for the 32-pixel frame: on a 16-pixel one the default lesion
+    would hold out a corner; and a region off the frame holds out nothing."""
     scope = {"scope": "all"} if held_out["kind"] == "lesion" else {}
     with pytest.raises(ValueError, match=fragment):
         BumpWorld(BumpsDataConfig(image_size=16, held_out={**held_out, **scope}))
+
+
+def test_a_torus_on_an_extended_canvas_is_refused():
+    """A torus wraps the visible frame; with a border the drawn canvas would wrap instead, and the locator, the label
+    refinement and the chord tests would disagree on the period."""
+    with pytest.raises(ValueError, match="periodic needs border 0"):
+        BumpsDataConfig(image_size=16, border=3, periodic=True)
+    assert BumpsDataConfig(image_size=16, periodic=True).periodic
 
 
 def test_shapes3d_world_enumerates_the_attribute_combinations():
@@ -101,6 +114,21 @@ def test_shapes3d_world_refuses_classes_out_of_range():
     world = Shapes3DWorld(Shapes3DDataConfig(image_size=8))
     with pytest.raises(ValueError, match="shape classes"):
         world.factors(torch.tensor([[0, 4]]))
+
+
+def test_shapes3d_prompts_for_the_analyses_null_a_block_as_training_does():
+    """The unconditional and one-attribute prompts the analyses give the network (MI, forking roots, probes) write a
+    dropped block with `data.null_value`, as the VE process's label dropout does in training — not zeros."""
+    from conceptlab.models.variance_exploding import drop_attribute_blocks
+
+    for null in (0.0, -1.0):
+        world = Shapes3DWorld(Shapes3DDataConfig(attributes=["wall_hue", "shape"], image_size=8, null_value=null))
+        full = world.prompt.encode(torch.tensor([[3, 1]]))
+        dropped = drop_attribute_blocks(full, world.prompt.blocks, 1.0, None, world.null_label)
+        assert torch.equal(world.prompt.null(1), dropped)
+        only = world.prompt.only("shape", torch.tensor([1]))
+        wall, shape = world.prompt.blocks
+        assert torch.equal(only[:, wall], dropped[:, wall]) and torch.equal(only[:, shape], full[:, shape])
 
 
 def test_bumps_plus_stripes_draws_a_bump_in_the_frame_and_stripes_outside_it():
