@@ -107,6 +107,15 @@ class OverPrompting:
         if entries.stop - entries.start != 3:
             raise InterventionError(f"over_prompting.colors sets 3 color entries (R, G, B); this data's prompts have "
                                     f"{entries.stop - entries.start}")
+        own, other = prompt[entries], context.class_prompt(context.flipped(target, "color"))[entries]
+        away = [rgb for rgb in self.colors
+                if float((own.new_tensor(rgb) - own).norm()) >= float((own.new_tensor(rgb) - other).norm())]
+        if away:
+            raise InterventionError(
+                f"over_prompting.colors: {[list(c) for c in away]} lie no nearer class {target}'s color "
+                f"{[round(float(v), 3) for v in own]} than the other color value's {[round(float(v), 3) for v in other]}"
+                f": for {target} they would prompt away from its color, not beyond it (the grid is for one color "
+                "value: set eval.interventions.targets to the classes of that color, or give this one's grid)")
         out = []
         for rgb in self.colors:
             p = prompt.clone()

@@ -120,6 +120,12 @@ def test_over_prompting_colors_bad_input_is_one_clear_error(dgp, model):
     blind = InterventionContext(**{**ctx.__dict__, "prompt_slices": None})
     with pytest.raises(InterventionError, match="no prompt_slices"):
         OverPrompting(("color",), colors=((0.1, 0.1, 0.9),)).variants("11", blind)
+    # the authors' grid is for a blue target: on a red one it would prompt toward blue, away from the target
+    assert dgp.class_prompt("01")[dgp.prompt_slices()["color"]][0] > 0.5  # class 01: red
+    with pytest.raises(InterventionError, match="no nearer class 01's color"):
+        OverPrompting(("color",), colors=AUTHORS_BLUE_COLORS).variants("01", ctx)
+    red = tuple((b, 1 - b, 1 - b) for b in (0.6, 0.95))  # the same grid mirrored for red
+    assert len(OverPrompting(("color",), colors=red).variants("01", ctx)) == 2
 
 
 def test_over_prompting_colors_config_keeps_old_run_ids_and_builds_the_authors_grid():
