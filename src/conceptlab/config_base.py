@@ -1,5 +1,5 @@
-"""The base of every typed config section (strict pydantic: unknown keys, ill-typed values, non-finite numbers and
-integers beyond 64 bits are errors) and the stable hash of a config.
+"""The base of every typed config section (strict pydantic: unknown keys, ill-typed values, booleans given for numbers,
+non-finite numbers and integers beyond 64 bits are errors) and the stable hash of a config.
 
 Each section lives beside the code that reads it (`data/`, `models/`, `train/`, `probes/`, `interventions/`, and
 the studies' evaluation sections); `experiments.config.RunConfig` composes them. This module imports nothing from
@@ -32,10 +32,26 @@ def check_int_range(value):
     return value
 
 
+def refuse_bool_numbers(given, parsed):
+    """`parsed` unchanged, or ValueError where `given` holds a boolean (also in a list, tuple or dict, keys included)
+    that validation made a number: pydantic's lax mode reads true as 1, and YAML reads yes and on as true."""
+    if isinstance(given, bool):
+        if isinstance(parsed, (int, float)) and not isinstance(parsed, bool):
+            raise ValueError("expected a number, got a boolean")
+    elif isinstance(given, (list, tuple)) and isinstance(parsed, (list, tuple)) and len(given) == len(parsed):
+        for item, parsed_item in zip(given, parsed):
+            refuse_bool_numbers(item, parsed_item)
+    elif isinstance(given, dict) and isinstance(parsed, dict) and len(given) == len(parsed):
+        for item, parsed_item in zip(given.items(), parsed.items()):
+            refuse_bool_numbers(item, parsed_item)
+    return parsed
+
+
 class StrictConfig(BaseModel):
-    """Base of every config section: unknown keys are errors, assignments are validated, every float field (also
-    inside lists, tuples and dicts) must be finite (`.inf` and `.nan` are refused at load, before they could reach
-    the weights) and every integer must fit in 64 bits.
+    """Base of every config section: unknown keys are errors, assignments are validated, a number field (also inside
+    lists, tuples, dicts and optional types) refuses booleans (`true`, `yes`, `on`), every float field must be
+    finite (`.inf` and `.nan` are refused at load, before they could reach the weights) and every integer must fit in
+    64 bits.
 
     `added_fields` names fields added to a section after configs were first saved: at their default they are left
     out of the dump (`config.yaml`, and so of run ids and config hashes), so a new switch left at its default
@@ -45,10 +61,10 @@ class StrictConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
     added_fields: ClassVar[tuple[str, ...]] = ()
 
-    @field_validator("*", mode="after")
+    @field_validator("*", mode="wrap")
     @classmethod
-    def _ints_in_range(cls, value):
-        return check_int_range(value)
+    def _numbers_checked(cls, value, handler):
+        return check_int_range(refuse_bool_numbers(value, handler(value)))
 
     @model_serializer(mode="wrap")
     def _omit_added_defaults(self, handler):

@@ -11,7 +11,6 @@ Trained classifiers are cached by config hash (`load_or_train_attribute_classifi
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,9 +23,8 @@ from torch import Tensor
 
 from conceptlab.data.shapes3d import FACTOR_SIZES, FACTORS, index_from_factors, load_shapes3d_h5, render_shapes3d
 from conceptlab.config_base import config_hash
-from conceptlab.probes.concept_classifier import default_cache_dir
+from conceptlab.probes.concept_classifier import cached_classifier, default_cache_dir
 from conceptlab.probes.trunk import PooledConvClassifier
-from conceptlab.store.files import exclusive_lock, read_tensors, write_json, write_tensors
 
 CLASSIFIER_VERSION = 1  # bump when the training data or architecture change, so cached classifiers are retrained
 
@@ -208,19 +206,14 @@ def load_or_train_attribute_classifier(
     cfg: AttributeClassifierConfig, cache_dir: Path | None = None
 ) -> tuple[AttributeClassifier, dict]:
     """The classifier for `cfg`: from the cache (`attributes-<key>.safetensors` + `.json`) if there, else trained
-    and cached. The report says `source`: "cache" or "trained"."""
+    and cached (`concept_classifier.cached_classifier`). The report says `source`: "cache" or "trained"."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = classifier_key(cfg)
-    weights, sidecar = cache / f"attributes-{key}.safetensors", cache / f"attributes-{key}.json"
-    with exclusive_lock(cache / f"attributes-{key}.lock"):  # concurrent callers train it once
-        if weights.exists() and sidecar.exists():
-            meta = json.loads(sidecar.read_text())
-            model = AttributeClassifier(meta["attributes"], meta["width"])
-            model.load_state_dict(read_tensors(weights))
-            return model.eval(), {**meta["report"], "source": "cache"}
+
+    def train() -> tuple[AttributeClassifier, dict, dict]:
         model, report = train_attribute_classifier(cfg)
-        cache.mkdir(parents=True, exist_ok=True)
-        write_tensors(weights, model.state_dict())  # weights first: the sidecar marks a complete entry
-        write_json(sidecar, {"key": key, "version": CLASSIFIER_VERSION, "attributes": list(cfg.attributes),
-                             "width": cfg.width, "config": cfg.to_dict(), "report": report})
-        return model, {**report, "source": "trained"}
+        return model, report, {"key": key, "version": CLASSIFIER_VERSION, "attributes": list(cfg.attributes),
+                               "width": cfg.width, "config": cfg.to_dict()}
+
+    return cached_classifier(cache, f"attributes-{key}",
+                             lambda meta: AttributeClassifier(meta["attributes"], meta["width"]), train)

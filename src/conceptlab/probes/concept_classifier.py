@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -19,7 +18,15 @@ from conceptlab.config_base import StrictConfig, config_hash
 from conceptlab.data.shapes import ATTRIBUTES, RENDER_PEAK, sample_scene, seeded_generator
 from conceptlab.models.footprint import module_peak
 from conceptlab.probes.trunk import PooledConvClassifier
-from conceptlab.store.files import cache_root, exclusive_lock, read_tensors, write_json, write_tensors
+from conceptlab.store.files import (
+    FileFormatError,
+    cache_root,
+    exclusive_lock,
+    read_json,
+    read_tensors,
+    write_json,
+    write_tensors,
+)
 
 PROBE_VERSION = 1  # bump whenever training data or architecture change, so cached probes are retrained
 SEPARATION_GRID = (0.2, 0.4, 0.6, 0.8)  # exact-mean test separations reported (those inside the probe's range)
@@ -319,13 +326,18 @@ def cached_classifier(cache: Path, name: str, build, train) -> tuple[torch.nn.Mo
     module, its weights are read into it) when both files exist, else `train()` → (module, report, sidecar fields) is
     called — it raises when the classifier falls short — and its weights are written before the sidecar, which marks
     a complete entry. One process trains a missing entry; others asking for it (sweep workers) wait on its lock, then
-    load it. The report says `source`: "cache" or "trained"."""
+    load it. The report says `source`: "cache" or "trained"; an entry file that cannot be read is a FileFormatError
+    naming it (deleting it has the classifier trained again)."""
     weights, sidecar = cache / f"{name}.safetensors", cache / f"{name}.json"
     with exclusive_lock(cache / f"{name}.lock"):
         if weights.exists() and sidecar.exists():
-            meta = json.loads(sidecar.read_text())
+            try:
+                meta = read_json(sidecar)
+                tensors = read_tensors(weights)
+            except FileFormatError as err:
+                raise FileFormatError(f"cached classifier {err}; delete it to train the classifier again") from None
             module = build(meta)
-            module.load_state_dict(read_tensors(weights))
+            module.load_state_dict(tensors)
             return module.eval(), {**meta["report"], "source": "cache"}
         module, report, meta = train()
         cache.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,11 +60,15 @@ def _new_temp(path: Path) -> str:
 
 
 def _atomic(path: Path, write) -> Path:
+    """`path` written by `write(tmp)` to a temp file beside it, then renamed over it; the file keeps the temp's mode
+    0666 & ~umask also when `write` makes it anew (safetensors writes 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _new_temp(path)
     try:
+        mode = stat.S_IMODE(os.stat(tmp).st_mode)
         write(tmp)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -5,9 +5,10 @@ exit 2, one line naming the key or file, no traceback, nothing written. Generate
 from __future__ import annotations
 
 import math
+from typing import Literal, get_args, get_origin
 
 import pytest
-from fuzzing import TALLY, all_sections, bad_values, float_fields, leaf_fields
+from fuzzing import TALLY, _base, all_sections, bad_values, float_fields, leaf_fields
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -63,6 +64,43 @@ def _containing(annotation, bad: float) -> list:
     if "list[float]" in text:
         return [[bad], [0.5, bad]]
     return [bad]
+
+
+def test_every_number_field_of_every_section_refuses_booleans():
+    """Directly on the classes: every int or float field (alone, optional, in a union or a container) of every
+    section refuses true and false (StrictConfig's validator reaches them all; pydantic alone reads true as 1), as
+    a boolean or, where 1 or 0 is out of the field's range, as that."""
+    checked = 0
+    for section in all_sections():
+        for name, info in section.model_fields.items():
+            if _holds_number(info.annotation):
+                for flag in (True, False):
+                    with pytest.raises(ValidationError) as err:
+                        section.model_validate({name: _holding(info.annotation, flag)})
+                    assert any(e["loc"][:1] == (name,) for e in err.value.errors()), (section.__name__, name, flag)
+                    checked += 1
+    TALLY["section boolean checks"] += checked
+    assert checked >= 250  # every section's number fields (about 150 today), each with true and false
+
+
+def _holds_number(annotation) -> bool:
+    return _base(annotation) in (int, float) or any(_holds_number(a) for a in get_args(_base(annotation)))
+
+
+def _holding(annotation, flag: bool):
+    """A value of `annotation`'s shape with `flag` where its (first) number goes."""
+    annotation = _base(annotation)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is list:
+        return [_holding(args[0], flag)]
+    if origin is tuple:
+        return tuple(_holding(a, flag) for a in args)
+    if origin is dict:
+        key = get_args(args[0])[0] if get_origin(args[0]) is Literal else "a"
+        return {key: _holding(args[1], flag)}
+    if args:
+        return _holding(next(a for a in args if _holds_number(a)), flag)
+    return flag
 
 
 @given(case=st.sampled_from(FIELD_CASES), steps=st.none() | st.integers(1, 50), first=st.booleans())

@@ -138,7 +138,8 @@ def test_runs_query_can_neither_read_nor_write_outside_the_store(fuzzer, sql):
 
 
 def test_files_honour_the_umask(tmp_path):
-    from conceptlab.store.files import append_text, write_json, write_text
+    """Every writer, safetensors' too (it makes its file anew, 0600), leaves mode 0666 & ~umask."""
+    from conceptlab.store.files import append_text, write_json, write_tensors, write_text
 
     old = os.umask(0o022)
     try:
@@ -146,12 +147,17 @@ def test_files_honour_the_umask(tmp_path):
         write_json(tmp_path / "b.json", {"a": 1})
         with append_text(tmp_path / "c.jsonl") as handle:
             handle.write("{}\n")
+        write_tensors(tmp_path / "e.safetensors", {"w": torch.zeros(2)})
         os.umask(0o077)
         write_text(tmp_path / "d.txt", "x")
+        write_tensors(tmp_path / "f.safetensors", {"w": torch.zeros(2)})
+        os.umask(0o002)
+        write_tensors(tmp_path / "g.safetensors", {"w": torch.zeros(2)})
     finally:
         os.umask(old)
     modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
-    assert modes == {"a.txt": 0o644, "b.json": 0o644, "c.jsonl": 0o644, "d.txt": 0o600}
+    assert modes == {"a.txt": 0o644, "b.json": 0o644, "c.jsonl": 0o644, "d.txt": 0o600, "e.safetensors": 0o644,
+                     "f.safetensors": 0o600, "g.safetensors": 0o664}
 
 
 def test_appends_refuse_a_symlink_and_leave_its_target_alone(tmp_path):

@@ -7,6 +7,7 @@ from conceptlab.data.shapes3d import FACTORS, render_shapes3d
 from conceptlab.probes.attribute_classifier import (
     AttributeClassifierConfig,
     attribute_accuracy,
+    classifier_key,
     classify_attributes,
     load_or_train_attribute_classifier,
     num_classes,
@@ -84,3 +85,14 @@ def test_a_smoke_sized_classifier_trains_with_few_steps(train_images, tmp_path):
     )
     model, report = load_or_train_attribute_classifier(cfg, tmp_path)
     assert set(report["held_out_accuracy"]) == {"wall_hue", "shape"}
+
+
+def test_a_torn_cache_sidecar_is_one_line_naming_the_file_to_delete(tmp_path):
+    cfg = AttributeClassifierConfig(attributes=("wall_hue", "shape"), image_size=8, width=4, epochs=1)
+    sidecar = tmp_path / f"attributes-{classifier_key(cfg)}.json"
+    sidecar.write_text('{"key": "abc", ')
+    sidecar.with_suffix(".safetensors").write_bytes(b"")
+    with pytest.raises(ValueError) as err:
+        load_or_train_attribute_classifier(cfg, tmp_path)
+    message = str(err.value)
+    assert str(sidecar) in message and "delete it" in message and "\n" not in message

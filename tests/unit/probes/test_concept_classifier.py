@@ -111,3 +111,16 @@ def test_concurrent_callers_train_a_missing_probe_once(tmp_path):
         sources = pool.map(_train_or_load, [tmp_path, tmp_path])
     assert sorted(sources) == ["cache", "trained"]
     assert len(list(tmp_path.glob("*.safetensors"))) == 1
+
+
+@pytest.mark.parametrize("torn", [".json", ".safetensors"])
+def test_a_torn_cache_entry_is_one_line_naming_the_file_to_delete(tmp_path, torn):
+    tiny = ProbeConfig(width=4, images_per_class=40, invalid_images=40, epochs=1, min_accuracy=0.0)
+    key = cc.probe_key(tiny, CONCEPTS, 16)
+    (tmp_path / f"{key}.json").write_text('{"report": {}}')
+    (tmp_path / f"{key}.safetensors").write_bytes(b"")
+    (tmp_path / f"{key}{torn}").write_text('{"key": "abc", ')
+    with pytest.raises(ValueError) as err:
+        cc.load_or_train_probe(tiny, CONCEPTS, 16, cache_dir=tmp_path, progress=False)
+    message = str(err.value)
+    assert str(tmp_path / f"{key}{torn}") in message and "delete it" in message and "\n" not in message
