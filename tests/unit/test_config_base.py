@@ -54,3 +54,12 @@ def test_booleans_stay_accepted_where_a_boolean_is_meant():
     assert (section.count, section.rate, section.source) == (3, 1.0, 7)
     cfg = load_config("micro", ["train.bf16=yes", "train.tensorboard=false"])
     assert cfg.train.bf16 is True and cfg.train.tensorboard is False
+
+
+@pytest.mark.parametrize("override", ["data.held_out_classes=[true]", "eval.interventions.targets=[true]"])
+def test_a_boolean_is_no_class_code(override):
+    """YAML reads a code such as 01 as an int, which the config turns back into digits; a boolean must not become
+    the code 01 (true is an int in Python) or "True", but one line naming the key."""
+    with pytest.raises(ConfigError, match=f"bad value for {override.split('=')[0]}.0: True"):
+        load_config("micro", [override])
+    assert load_config("micro", [override.replace("true", "11")]).model_dump() is not None

@@ -44,7 +44,8 @@ def codes_as_strings(data, fields: tuple[str, ...], default_width: int):
     for name in fields:
         codes = data.get(name)
         if isinstance(codes, list):
-            data = {**data, name: [format(c, f"0{width}d") if isinstance(c, int) else c for c in codes]}
+            data = {**data, name: [format(c, f"0{width}d") if isinstance(c, int) and not isinstance(c, bool) else c
+                                   for c in codes]}  # a boolean stays one, for validation to refuse
     return data
 
 

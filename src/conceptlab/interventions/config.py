@@ -157,7 +157,7 @@ class InterventionsConfig(StrictConfig):
     @classmethod
     def _codes_as_strings(cls, v):
         """YAML reads a code such as 11 as an int; RunConfig pads it to one digit per concept."""
-        return [str(c) if isinstance(c, int) else c for c in v] if isinstance(v, list) else v
+        return [str(c) if isinstance(c, int) and not isinstance(c, bool) else c for c in v] if isinstance(v, list) else v
 
     @model_validator(mode="after")
     def _distinct_custom_names(self) -> "InterventionsConfig":
