@@ -1134,7 +1134,8 @@ app.add_typer(sweep_app, name="sweep")
 @sweep_app.command("run")
 def sweep(
     spec: str = typer.Argument(..., help="sweep spec: a shipped sweep name (see `conceptlab sweep ls`), a YAML file or a sweep folder"),
-    overrides: Optional[list[str]] = typer.Argument(None, help="key=value overrides applied to every run"),
+    overrides: Optional[list[str]] = typer.Argument(None, help="key=value overrides applied to every run; the sweep "
+                                                    "folder records them, and a rerun from it applies them again"),
     executor: Optional[str] = typer.Option(None, help="local | slurm (default: the spec's executor.kind)"),
     workers: Optional[int] = typer.Option(None, help="local: worker processes (default: spec, else CPU cores)"),
     root: Optional[Path] = typer.Option(None, help="sweep folder (default: spec root, else RUNS_DIR/SWEEP_NAME)"),
@@ -1155,8 +1156,10 @@ def sweep(
                                         "--train-from's); --no-reuse-training trains every run itself"),
 ) -> None:
     """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest; then write the
-    sweep's report.html (`conceptlab report SWEEP` adds the tables across its runs). Runs that differ only in their
-    evaluation train once: the others evaluate that training's checkpoints (their training.json says where from)."""
+    sweep's report.html (`conceptlab report SWEEP` adds the tables across its runs; a run whose summary does not
+    read leaves it unwritten with a warning, and the exit status is the runs'). Runs that differ only in their
+    evaluation train once: the others evaluate that training's checkpoints (their training.json says where from).
+    Rerun from its folder, a sweep gets the base and overrides it was run with; other overrides are refused there."""
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
     from conceptlab.experiments.runner import check_runs_dir
     from conceptlab.experiments.sweep import check_sweep_memory, expand, run_sweep

@@ -11,6 +11,8 @@ value and what is allowed.
 
 from __future__ import annotations
 
+import types
+import typing
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -222,7 +224,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def set_key(data: dict[str, Any], key: str, value: Any) -> None:
     """Set dotted `key` (e.g. `train.steps`) to `value` in the nested dict `data`, creating missing sections (each
     section on the way is copied, so dicts shared with the caller are not changed); ConfigError when a prefix of
-    the key is a value, not a section. The one override walk (`key=value` overrides and sweep axes)."""
+    the key is a value, not a section. A mapping given for a config section (`train={steps: 4}`) changes only the
+    keys it names (`_merged`). The one override walk (`key=value` overrides and sweep axes)."""
     path = key.split(".")
     node = data
     for depth, part in enumerate(path[:-1]):
@@ -235,7 +238,43 @@ def set_key(data: dict[str, Any], key: str, value: Any) -> None:
         else:
             child = node[part] = dict(child)
         node = child
-    node[path[-1]] = value
+    node[path[-1]] = _merged(data, path, node.get(path[-1]), value)
+
+
+def _merged(data: dict[str, Any], path: list[str], old: Any, new: Any) -> Any:
+    """The value at `path` once `new` is set there: a mapping given for a config section that holds a mapping is
+    merged into it key by key (sections inside it too); anything else, a dict-valued field among them
+    (`data.prompt_mask_fraction`, a plug-in's `options`), is set whole, and so is a `data` mapping naming another
+    kind (another kind is another section)."""
+    if not (isinstance(new, dict) and isinstance(old, dict) and _is_section(data, path)):
+        return new
+    if path == ["data"]:
+        from conceptlab.experiments.config import DEFAULT_KIND
+
+        if new.get("kind", old.get("kind", DEFAULT_KIND)) != old.get("kind", DEFAULT_KIND):
+            return new
+    out = dict(old)
+    for key, value in new.items():
+        out[key] = _merged(data, [*path, str(key)], old.get(key), value)
+    return out
+
+
+def _is_section(data: dict[str, Any], path: list[str]) -> bool:
+    """Whether `path` (e.g. ["eval", "probe"]) of the raw config `data` is a config section (a `StrictConfig`
+    sub-model, optional or not), not a value (a dict-valued field, a list of sections)."""
+    from conceptlab.config_base import StrictConfig
+    from conceptlab.experiments.config import section_model
+
+    parent = section_model(path[:-1], data)
+    field = getattr(parent, "model_fields", {}).get(path[-1])
+    if field is None:
+        return False
+    annotation = field.annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        options = [a for a in typing.get_args(annotation) if a is not type(None)]
+    else:
+        options = [annotation]
+    return len(options) == 1 and isinstance(options[0], type) and issubclass(options[0], StrictConfig)
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -21,9 +21,11 @@ A sweep spec is YAML (shipped ones live in `conceptlab/experiments/sweeps/`):
       slurm: {partition: null, time_min: 60, gpus_per_task: 0, cpus_per_task: 2, mem_gb: 4, array_parallelism: 64}
 
 Every run is the base config plus the spec's overrides, the command line's overrides and
-one value per axis. Its id is the hash of its resolved config (`runs_dir` and `name` left
+one value per axis; an override or axis value that is a mapping for a config section changes only the keys it names.
+Its id is the hash of its resolved config (`runs_dir` and `name` left
 out), so the same run has the same id in every sweep and on every machine. Each run lives
-in `<sweep_root>/<run_id>/`; `<sweep_root>/manifest.json` lists them with their axis values.
+in `<sweep_root>/<run_id>/`; `<sweep_root>/manifest.json` lists them with their axis values, the resolved base and
+the command line's overrides, which a rerun from the sweep folder applies again (a sweep folder holds one setting).
 Rerunning a sweep skips runs that are complete (summary.json written) and resumes the rest; `sweep_state` reads
 the manifest and each run's state back (`conceptlab sweep status`).
 """
@@ -51,6 +53,7 @@ from conceptlab.experiments.loading import (
     ConfigError,
     config_to_yaml,
     load_config,
+    parse_override,
     parse_yaml,
     read_text_file,
     set_key,
@@ -58,7 +61,7 @@ from conceptlab.experiments.loading import (
 )
 from conceptlab.experiments.provenance import analysis_versions
 from conceptlab.experiments.resources import check_memory
-from conceptlab.experiments.sweep_state import MANIFEST, is_sweep_folder
+from conceptlab.experiments.sweep_state import MANIFEST, is_sweep_folder, read_manifest
 from conceptlab.experiments.training_reuse import find_donor, run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import write_json, write_text
@@ -102,12 +105,13 @@ class SweepRun:
 
 @dataclass
 class Sweep:
-    """An expanded sweep: the spec, where it lives and its runs (in manifest order)."""
+    """An expanded sweep: the spec, where it lives, its runs (in manifest order) and the command line's overrides."""
 
     spec: SweepSpec
     root: Path
     runs: list[SweepRun] = field(default_factory=list)
     source: str = ""
+    overrides: list[str] = field(default_factory=list)
 
     @property
     def axes(self) -> list[str]:
@@ -268,20 +272,34 @@ def run_id(cfg: RunConfig) -> str:
 
 
 def expand(source: str, overrides: list[str] | None = None, root: Path | None = None) -> Sweep:
-    """Expand a sweep spec into its runs (validated configs with stable ids); writes nothing."""
+    """Expand a sweep spec into its runs (validated configs with stable ids); writes nothing. From a sweep folder
+    whose manifest records its base and command-line overrides (`write_manifest`), those are applied again; other
+    overrides given there are refused (a sweep folder holds one setting)."""
     spec = parse_spec(source)
     where = f"sweep {spec.name}"
-    overrides = list(overrides or [])
+    given = overrides = list(overrides or [])
+    here = Path(source) if Path(source).is_dir() else None  # rerunning from a sweep folder: it is the root
+    recorded = _recorded_setting(here) if here is not None and is_sweep_folder(here) else None
+    if recorded is not None:
+        spec = spec.model_copy(update={"base": recorded[0]})
+        overrides = recorded[1]
     axes = _axis_columns(spec)
     axis_keys = {k for keys, _ in axes for k in keys}
-    for text in overrides:
-        key = text.split("=", 1)[0].strip()
-        if key in axis_keys:
-            raise ConfigError(f"{where}: override {text!r} sets {key!r}, which the sweep varies (change the axis instead)")
+    for text in dict.fromkeys([*given, *overrides]):
+        for key in sorted(axis_keys):
+            if _sets_key(text, key):
+                raise ConfigError(f"{where}: override {text!r} sets {key!r}, which the sweep varies (change the "
+                                  f"axis instead)")
     try:
         base_cfg = load_config(spec.base, spec.overrides + overrides)
+        other = load_config(spec.base, spec.overrides + given) if given and given != overrides else base_cfg
     except ConfigError as err:
         raise ConfigError(f"{where}: base: {err}") from None
+    if other.model_dump() != base_cfg.model_dump():
+        raise ConfigError(one_line(
+            f"{where}: {shown(str(here))} holds the runs of overrides {shown(' '.join(overrides) or 'none')}, not "
+            f"{shown(' '.join(given))} (a sweep folder holds one setting): rerun it without overrides, or run the "
+            f"spec with them into another folder (--root)"))
     base = base_cfg.model_dump(mode="json")
     for keys, values in axes:  # name the axis whose key is unknown, before any combination
         try:
@@ -289,7 +307,6 @@ def expand(source: str, overrides: list[str] | None = None, root: Path | None = 
         except ConfigError as err:
             label = "seeds" if set(keys) <= set(SEED_KEYS.values()) else ", ".join(keys)
             raise ConfigError(f"{where}: axis {label}: {err}") from None
-    here = Path(source) if Path(source).is_dir() else None  # rerunning from a sweep folder: it is the root
     sweep_root = Path(root or spec.root or here or Path(base_cfg.runs_dir) / spec.name)
     runs: list[SweepRun] = []
     ids: dict[str, dict[str, Any]] = {}
@@ -306,7 +323,42 @@ def expand(source: str, overrides: list[str] | None = None, root: Path | None = 
             raise ConfigError(f"{where}: runs {ids[rid]} and {values} resolve to the same config")
         ids[rid] = values
         runs.append(SweepRun(rid, values, cfg))
-    return Sweep(spec=spec, root=sweep_root, runs=runs, source=source)
+    return Sweep(spec=spec, root=sweep_root, runs=runs, source=source, overrides=overrides)
+
+
+def _recorded_setting(folder: Path) -> tuple[str, list[str]] | None:
+    """(base, command-line overrides) that the manifest of sweep folder `folder` records; None for a manifest
+    written before they were recorded (such a folder reruns from its spec copy and the overrides given)."""
+    manifest = read_manifest(folder)
+    if "command_line_overrides" not in manifest:
+        return None
+    base, recorded = manifest.get("base"), manifest["command_line_overrides"]
+    if not (isinstance(base, str) and base.strip() and isinstance(recorded, list)
+            and all(isinstance(text, str) for text in recorded)):
+        raise ConfigError(f"{shown(str(Path(folder) / MANIFEST))}: 'base' must be a preset name or YAML path and "
+                          f"'command_line_overrides' a list of key=value strings")
+    return base, list(recorded)
+
+
+def _sets_key(text: str, key: str) -> bool:
+    """Whether override `text` sets dotted `key`: its own key, or a key inside a mapping it gives."""
+    try:
+        path, value = parse_override(text)
+    except ConfigError:  # load_config says what is wrong with it
+        return False
+    parts = key.split(".")
+    if parts[: len(path)] != path:
+        return False
+    for part in parts[len(path):]:
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def _resolved_base(base: str) -> str:
+    """A base YAML path made absolute (a rerun from the sweep folder reads it from there); a preset name as it is."""
+    return str(Path(base).resolve()) if base.endswith((".yaml", ".yml")) or Path(base).is_file() else base
 
 
 def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
@@ -333,7 +385,9 @@ def check_sweep_memory(sweep: Sweep) -> None:
 
 
 def write_manifest(sweep: Sweep) -> Path:
-    """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new."""
+    """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new. The
+    manifest records the base (a YAML path made absolute), the overrides of every run (the spec's, then the command
+    line's) and the command line's alone, which a rerun from the folder applies again (`expand`)."""
     sweep.root.mkdir(parents=True, exist_ok=True)
     _, text, _ = spec_text(sweep.source) if sweep.source else ("", "", None)
     if text and not (Path(sweep.source).is_dir() or Path(sweep.source).name == SPEC_COPY):
@@ -342,8 +396,9 @@ def write_manifest(sweep: Sweep) -> Path:
     manifest = {
         "sweep": sweep.spec.name,
         "description": sweep.spec.description,
-        "base": sweep.spec.base,
-        "overrides": sweep.spec.overrides,
+        "base": _resolved_base(sweep.spec.base),
+        "overrides": sweep.spec.overrides + sweep.overrides,
+        "command_line_overrides": sweep.overrides,
         "axes": sweep.axes,
         "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "runs": [{"run_id": r.run_id, "values": r.values} for r in sweep.runs],
@@ -467,7 +522,9 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
     """Write the manifest, run every incomplete run with `executor`, then the sweep's `report.html`
     (`report.html.write_sweep_report`); returns counts and the failures. With `reuse_training`, runs that share a
     training (the sweep varies only evaluation keys, or `train_from` roots hold a run that trained it) train it once
-    and evaluate its checkpoints (`experiments.training_reuse`; `reused` counts them)."""
+    and evaluate its checkpoints (`experiments.training_reuse`; `reused` counts them). The runs are done without
+    the report: a failure to write it (a torn summary.json) is said on `console` and in `report_error`, not
+    raised."""
     write_manifest(sweep)
     todo = pending_runs(sweep)
     tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
@@ -480,7 +537,15 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
         outcomes += executor.run(wave, progress=progress, console=console)
     from conceptlab.report.html import write_sweep_report
 
-    write_sweep_report(sweep.root)  # the table of runs links each finished run's own report
+    report_error = None
+    try:
+        write_sweep_report(sweep.root)  # the table of runs links each finished run's own report
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        report_error = one_line(f"{sweep.root}: report.html not written ({type(err).__name__}: {err})")
+        if console is not None:
+            from rich.markup import escape
+
+            console.print(f"[yellow]warning:[/] {escape(report_error)}", highlight=False, soft_wrap=True)
     return {
         "runs": len(sweep.runs),
         "skipped": len(sweep.runs) - len(todo),
@@ -489,6 +554,7 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
         "queued": sum(o.state == "queued" for o in outcomes),
         "busy": {o.run_id: o.error for o in outcomes if o.state == "busy"},
         "reused": sum(trained_in(r.directory(sweep.root)) is not None for r in todo),
+        "report_error": report_error,
     }
 
 

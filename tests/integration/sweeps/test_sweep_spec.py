@@ -166,6 +166,73 @@ def test_a_sweep_folder_reexpands_to_the_same_runs_in_place(tmp_path):
     assert [r.run_id for r in again.runs] == [r.run_id for r in sweep.runs]
 
 
+def test_a_sweep_folder_reruns_with_the_base_and_overrides_it_records(tmp_path):
+    """Rerun from its folder, a sweep made with command-line overrides and a base YAML beside its spec expands to
+    the same runs (it took the spec's settings, and could not find the base); other overrides there are refused in
+    one line."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "mybase.yaml").write_text("extends: micro\ntrain: {steps: 4}\n")
+    sweep = expand(write_spec(specs / "s.yaml", base="mybase.yaml"), ["train.lr=0.001"], root=tmp_path / "out")
+    write_manifest(sweep)
+    again = expand(str(sweep.root))
+    assert [r.run_id for r in again.runs] == [r.run_id for r in sweep.runs]
+    assert (again.runs[0].config.train.lr, again.runs[0].config.train.steps) == (0.001, 12)
+    assert [r.run_id for r in expand(str(sweep.root), ["train.lr=1e-3"]).runs] == [r.run_id for r in sweep.runs]
+    result = runner.invoke(app, ["sweep", "run", str(sweep.root), "train.lr=0.003", "--dry-run"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "holds the runs of overrides 'train.lr=0.001', not 'train.lr=0.003'" in result.output
+    write_manifest(again)
+    assert read_manifest(sweep.root)["command_line_overrides"] == ["train.lr=0.001"]
+    source = write_spec(tmp_path / "p.yaml")  # a manifest without the record: the spec and the overrides given
+    old = expand(source, ["train.lr=0.001"], root=tmp_path / "old")
+    write_manifest(old)
+    manifest = read_manifest(old.root)
+    del manifest["command_line_overrides"]
+    (old.root / "manifest.json").write_text(json.dumps(manifest))
+    assert [r.run_id for r in expand(str(old.root), ["train.lr=0.001"]).runs] == [r.run_id for r in old.runs]
+    assert [r.run_id for r in expand(str(old.root)).runs] == [r.run_id for r in expand(source).runs]
+
+
+def test_a_mapping_in_the_overrides_changes_only_the_keys_it_names(tmp_path):
+    """`overrides: {train: {steps: 12}}` is `train.steps: 12` (it reset the rest of the train section to its
+    defaults); a mapping that sets a swept key is refused like a dotted override."""
+    nested = expand(write_spec(tmp_path / "n.yaml", overrides={"train": {"steps": 12}}))
+    dotted = expand(write_spec(tmp_path / "d.yaml"))
+    assert [r.run_id for r in nested.runs] == [r.run_id for r in dotted.runs]
+    assert nested.runs[0].config.train.lr == load_config("micro").train.lr
+    with pytest.raises(ConfigError, match="override 'data={color_separation: 0.5}' sets 'data.color_separation'"):
+        expand(write_spec(tmp_path / "s.yaml"), ["data={color_separation: 0.5}"])
+
+
+def test_a_torn_summary_leaves_the_sweep_report_unwritten_with_a_warning_not_a_traceback(tmp_path, monkeypatch):
+    """All runs handled, a finished run's summary.json torn: `sweep run` warns in one line naming the file and
+    exits with its runs' status (it ended in a ValueError traceback)."""
+    import conceptlab.experiments.executors as executors
+
+    source = write_spec(tmp_path / "s.yaml", axes={"seeds": [0, 1, 2]})
+    sweep = expand(source, root=tmp_path / "out")
+    write_manifest(sweep)
+    torn = sweep.root / sweep.runs[0].run_id / "summary.json"
+    torn.write_text('{"learning')
+    outcomes = {"state": "failed"}
+
+    class Recording:
+        def run(self, tasks, progress=True, console=None):
+            return [RunOutcome(t.run_id, outcomes["state"] if i == 0 else "done", "boom") for i, t in enumerate(tasks)]
+
+    monkeypatch.setattr(executors, "make_executor", lambda *args, **kwargs: Recording())
+    for state, code in (("failed", 1), ("done", 0)):
+        outcomes["state"] = state
+        result = runner.invoke(app, ["sweep", "run", source, "--root", str(sweep.root), "--no-progress"])
+        assert result.exit_code == code, result.output
+        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+        warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+        assert len(warnings) == 1 and f"report.html not written (ValueError: {torn} is not valid JSON" in warnings[0]
+        assert (state == "done") == ("0 failed" in result.output), result.output
+    assert str(torn) in run_sweep(sweep, Recording(), progress=False)["report_error"]
+
+
 def test_slurm_options_from_the_command_line_override_the_spec(tmp_path):
     from conceptlab.experiments.executors import with_slurm_options
 

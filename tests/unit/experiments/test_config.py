@@ -83,6 +83,21 @@ def test_apply_overrides_does_not_mutate_input():
     assert data == {"train": {"steps": 1}}
 
 
+def test_a_mapping_for_a_section_changes_only_the_keys_it_names():
+    """`eval.probe={epochs: 2}` keeps the preset's other probe keys (it reset them to the section's defaults); a
+    dict-valued field is set whole, and so is a data section of another kind."""
+    probe = load_config("micro").eval.probe
+    assert load_config("micro", ["eval.probe={epochs: 2}"]).eval.probe == probe.model_copy(update={"epochs": 2})
+    nested = load_config("micro", ["train={steps: 4}", "eval={probe: {epochs: 2}}"])
+    assert nested.model_dump() == load_config("micro", ["train.steps=4", "eval.probe.epochs=2"]).model_dump()
+    masked = load_config("micro", ["data.prompt_mask_fraction={color: 0.5}", "data.prompt_mask_fraction={size: 0.2}"])
+    assert masked.data.prompt_mask_fraction == {"size": 0.2}
+    assert load_config("abstractions-shapes3d", ["data.fixed={wall_hue: 1}"]).data.fixed == {"wall_hue": 1}
+    assert load_config("micro", ["data={kind: bumps}"]).data.kind == "bumps"
+    with pytest.raises(ConfigError, match="unknown config key 'train.stepz'"):
+        load_config("micro", ["train={stepz: 4}"])
+
+
 def test_class_codes_survive_yaml_number_parsing():
     cfg = load_config("micro", ["data.concepts=[color, size, background]", "data.held_out_classes=[011, 101, 110]"])
     assert cfg.data.held_out_classes == ["011", "101", "110"]
