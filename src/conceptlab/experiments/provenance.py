@@ -102,15 +102,20 @@ def invocation(cfg, device: torch.device, bf16: bool, code_drift: list[str] | No
 
 # -- the precision a run's numbers were made in ------------------------------------------------------------------------
 # Each invocation of the run driver records what it did once it has done it: `trained` ([from, to] steps, or None when
-# it trained nothing) and `measured` (how many checkpoints it measured). An invocation without these keys (killed before
-# it wrote them, or recorded by code older than them) may have done either, and counts as having done both.
+# it trained nothing) and `measured` (how many checkpoints it measured); one that an error ends (a failure, a refusal,
+# Ctrl-C) records what it had done by then (`trained: None, measured: 0` when it was refused before any work). An
+# invocation without these keys (killed before it wrote them, or recorded by code older than them) may have done
+# either, and counts as having done both.
 TRAINED, MEASURED = "trained", "measured"
 
 
 def run_code_drift(invocations: list[dict[str, Any]]) -> list[str] | None:
-    """The version keys whose code differed from its record in any of a run's invocations (sorted; [] when none
-    did), or None when no invocation recorded it (made before `code_drift` existed)."""
-    known = [i["code_drift"] for i in invocations if isinstance(i.get("code_drift"), list)]
+    """The version keys whose code differed from its record in any invocation whose work a run holds (sorted; []
+    when none did): those that trained or measured (or may have: see above) and the last, which wrote the summary —
+    not one that failed or was refused before doing anything. None when none of them recorded it (made before
+    `code_drift` existed)."""
+    counted = [i for i in invocations[:-1] if _trained_anything(i) or _measured_anything(i)] + invocations[-1:]
+    known = [i["code_drift"] for i in counted if isinstance(i, dict) and isinstance(i.get("code_drift"), list)]
     return sorted({str(k) for drift in known for k in drift}) if known else None
 
 

@@ -28,6 +28,7 @@ from typing import Any, Callable
 import pandas as pd
 import torch
 from rich.console import Console
+from rich.markup import escape
 
 from conceptlab.analysis.vlb_terms import has_vlb_terms, reconstruction_phase
 from conceptlab.experiments.code_versions import drift_for
@@ -45,7 +46,7 @@ from conceptlab.experiments.provenance import (
 )
 from conceptlab.experiments.resources import MemoryEstimate, check_memory, study_memory
 from conceptlab.experiments.training_reuse import TRAINED_IN, lent_invocations, trained_in
-from conceptlab.messages import shown
+from conceptlab.messages import one_line, shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.models.unet import use_fused_attention
 from conceptlab.report.figures import plot_loss, plot_vlb_terms
@@ -138,15 +139,33 @@ def prepare_run(cfg: RunConfig) -> PreparedRun:
     return PreparedRun(dgp, model, memory)
 
 
-def find_unfinished_run(runs_dir: Path, cfg: RunConfig) -> Path | None:
-    """The newest run folder under runs_dir with the same resolved config and no summary yet."""
+WHERE = {"runs_dir"}  # config fields that say where a run is stored, not what it is (the run id leaves them out too)
+
+
+def same_run_config(a: RunConfig, b: RunConfig) -> bool:
+    """Whether two configs describe the same run: equal but for where it is stored (`WHERE`), so a run saved with
+    `runs_dir: runs` is the run that `--runs-dir /abs/runs` names."""
+    return a.model_dump(exclude=WHERE) == b.model_dump(exclude=WHERE)
+
+
+def find_unfinished_run(runs_dir: Path, cfg: RunConfig, console: Console | None = None) -> Path | None:
+    """The newest run folder under runs_dir with the same resolved config (`same_run_config`) and no summary yet.
+    A folder whose config no longer loads (a removed key, a file that does not parse) is skipped with a one-line
+    warning naming it (on `console`, else stderr)."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         return None
     for path in sorted((p for p in runs_dir.iterdir() if _RUN_DIR.match(p.name)), reverse=True):
         folder = RunFolder(path)
         if folder.config.is_file() and not folder.is_complete():
-            if load_config(str(folder.config)).model_dump() == cfg.model_dump():
+            try:
+                saved = load_config(str(folder.config))
+            except (ValueError, OSError) as err:  # ConfigError among them
+                why = one_line(f"{shown(str(path))} skipped: its config does not load ({err})")
+                (console or Console(stderr=True)).print(f"[yellow]warning:[/] {escape(why)}", highlight=False,
+                                                        soft_wrap=True)
+                continue
+            if same_run_config(saved, cfg):
                 return path
     return None
 
@@ -193,7 +212,7 @@ def train_stage(cfg: RunConfig, run: RunFolder, dgp, model, console: Console, pr
         for rec in records:
             if rec.step % cfg.train.log_every == 0 or rec.checkpoint is not None or rec.step == cfg.train.steps:
                 log.write(json.dumps({"step": rec.step, "loss": rec.loss, **rec.metrics, "seconds": rec.seconds}) + "\n")
-                log.flush()
+                log.flush()  # before the trainer saves the state marking a checkpoint step done
                 if board:
                     board.train(rec.step, rec.loss, rec.metrics, rec.extra.get("lr"), rec.seconds)
             bar.update(task, completed=rec.step, info=f"loss {rec.loss:.4f}")
@@ -378,7 +397,7 @@ def run_experiment(cfg: RunConfig, run_dir: Path, progress: bool = True, console
 def _same_config(cfg: RunConfig, run: RunFolder) -> None:
     if run.config.is_file():
         saved = load_config(str(run.config))
-        if saved.model_dump() != cfg.model_dump():
+        if not same_run_config(saved, cfg):
             raise ValueError(f"{run.root} holds a run with a different config; start a new run folder instead")
 
 
@@ -400,57 +419,82 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
         write_json(run.provenance, {"format": FORMAT, "versions": this["versions"], "invocations": [*earlier, this]})
 
     record_invocation()
-    _warn_mixed_precision(run, earlier, this, console)
-    _warn_code_drift(this, console)
-    write_json(run.data, data_summary)
-    n_params = sum(p.numel() for p in model.parameters())
-    console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, {study.headline(cfg, dgp)})")
-    key = f"{this['started']} pid {os.getpid()}"  # this invocation's entry in timings.jsonl
+    trained_from: int | None = None  # where training stood, once read
+    measured_before: dict[int, float] | None = None  # the measurement files' times, once measuring begins
+    try:
+        _warn_mixed_precision(run, earlier, this, console)
+        _warn_code_drift(this, console)
+        write_json(run.data, data_summary)
+        n_params = sum(p.numel() for p in model.parameters())
+        console.print(f"[bold]{cfg.name}[/] → {run.root}  ({n_params / 1e6:.2f} M parameters, "
+                      f"{study.headline(cfg, dgp)})")
+        key = f"{this['started']} pid {os.getpid()}"  # this invocation's entry in timings.jsonl
 
-    def so_far(train_seconds: float) -> None:  # kept at every checkpoint and after training: a crash loses less
-        record_timing(run, {"train": round(train_seconds, 2), "total": round(time.perf_counter() - began, 2)},
-                      invocation=key, finished=False)
+        def so_far(train_seconds: float) -> None:  # kept at every checkpoint and after training: a crash loses less
+            record_timing(run, {"train": round(train_seconds, 2), "total": round(time.perf_counter() - began, 2)},
+                          invocation=key, finished=False)
 
-    trained_from = run.trained_step()
-    train_seconds = train_stage(cfg, run, dgp, model, console, progress, so_far)
-    so_far(train_seconds)
-    this[TRAINED] = [trained_from, run.trained_step()] if run.trained_step() > trained_from else None
-    record_invocation()
-    if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
-        write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
-    reused = read_json(run.training).get(TRAINED_IN)  # training done by another run (experiments.training_reuse)
-    measured_before = run.measurement_times()
-    fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
-    this[MEASURED] = sum(t != measured_before.get(s) for s, t in run.measurement_times().items())
-    record_invocation()
-    summary = {
-        "run": run.name,
-        "name": cfg.name,
-        "kind": cfg.data.kind,
-        "config_hash": cfg.training_hash(),
-        **({"training_images": data_summary["training_images"]} if "training_images" in data_summary else {}),
-        **fields,
-        "parameters": n_params,
-        "device": str(device),
-        "bf16": bf16,
-        "precision": run_precision([*earlier, this], lent_invocations(reused)),
-        "threads": torch.get_num_threads(),
-        "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions")},
-                       "code_drift": run_code_drift([*earlier, this]),  # any invocation's, not only the last
-                       **{k: this[k] for k in ("torch", "cpu", "gpu", "host")},
-                       **({TRAINED_IN: reused} if reused else {})},
-        "seconds": {
-            "train": round(train_seconds, 2),
-            **{k: round(v, 2) for k, v in seconds.items()},
-            "total": round(time.perf_counter() - began, 2),
-        },
-    }
-    summary.update(record_timing(run, summary["seconds"], invocation=key))
-    apply_retention(cfg, run)
-    summary["disk_bytes"] = run.disk_bytes()
-    write_json(run.summary, summary)
-    write_report(run, console)
-    return summary
+        trained_from = run.trained_step()
+        train_seconds = train_stage(cfg, run, dgp, model, console, progress, so_far)
+        so_far(train_seconds)
+        this[TRAINED] = [trained_from, run.trained_step()] if run.trained_step() > trained_from else None
+        record_invocation()
+        if not run.training.is_file() or read_json(run.training).get("step") != run.trained_step():
+            write_json(run.training, {"step": run.trained_step(), "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        reused = read_json(run.training).get(TRAINED_IN)  # training done by another run (experiments.training_reuse)
+        measured_before = run.measurement_times()
+        fields, seconds = evaluate_run(cfg, run.root, dgp, model, console, progress)
+        this[MEASURED] = sum(t != measured_before.get(s) for s, t in run.measurement_times().items())
+        record_invocation()
+        summary = {
+            "run": run.name,
+            "name": cfg.name,
+            "kind": cfg.data.kind,
+            "config_hash": cfg.training_hash(),
+            **({"training_images": data_summary["training_images"]} if "training_images" in data_summary else {}),
+            **fields,
+            "parameters": n_params,
+            "device": str(device),
+            "bf16": bf16,
+            "precision": run_precision([*earlier, this], lent_invocations(reused)),
+            "threads": torch.get_num_threads(),
+            "provenance": {**{k: this[k] for k in ("conceptlab", "git_commit", "git_dirty", "versions")},
+                           "code_drift": run_code_drift([*earlier, this]),  # any invocation's, not only the last
+                           **{k: this[k] for k in ("torch", "cpu", "gpu", "host")},
+                           **({TRAINED_IN: reused} if reused else {})},
+            "seconds": {
+                "train": round(train_seconds, 2),
+                **{k: round(v, 2) for k, v in seconds.items()},
+                "total": round(time.perf_counter() - began, 2),
+            },
+        }
+        summary.update(record_timing(run, summary["seconds"], invocation=key))
+        apply_retention(cfg, run)
+        summary["disk_bytes"] = run.disk_bytes()
+        write_json(run.summary, summary)
+        write_report(run, console)
+        return summary
+    except BaseException:  # an error, a refusal, Ctrl-C: record what this invocation did, then let it go on
+        _record_work_done(run, this, trained_from, measured_before)
+        with contextlib.suppress(Exception):  # the error itself may be that provenance.json cannot be written
+            record_invocation()
+        raise
+
+
+def _record_work_done(run: RunFolder, this: dict, trained_from: int | None,
+                      measured_before: dict[int, float] | None) -> None:
+    """Set in `this`, the record of an invocation an error ended, what it did that it has not recorded: `trained`
+    from the training state (null when training had not begun or saved nothing), `measured` from the measurement
+    files (0 when measuring had not begun) — so a refused invocation records no work. What cannot be read stays
+    unrecorded: such an invocation counts as having done both (`experiments.provenance`), as a killed one does."""
+    if TRAINED not in this:
+        with contextlib.suppress(Exception):
+            reached = run.trained_step() if trained_from is not None else None
+            this[TRAINED] = [trained_from, reached] if reached is not None and reached > trained_from else None
+    if MEASURED not in this:
+        with contextlib.suppress(Exception):
+            this[MEASURED] = 0 if measured_before is None else sum(
+                t != measured_before.get(s) for s, t in run.measurement_times().items())
 
 
 def _warn_mixed_precision(run: RunFolder, earlier: list[dict], this: dict, console: Console) -> None:

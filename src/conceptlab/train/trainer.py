@@ -7,6 +7,12 @@ resumable state (model, EMA, optimizer, data-order and dropout RNG). Started
 again with the same paths it continues from the last saved state, and the
 result is bit-identical to an uninterrupted run on the same machine.
 
+At a checkpoint step the record is yielded after the weights are saved and
+before the state (taken before the yield) is: what the caller does with it —
+the run driver writes its log line — is on disk before the state marks the step
+done, so a kill in between repeats the step on resume instead of losing its
+line (the driver drops log lines past the resumed step: none is doubled).
+
 A non-finite loss or gradient stops training with `TrainingDiverged` naming the step, before the optimizer
 applies it; weights are checked again before every checkpoint, so the checkpoints on disk are the finite ones.
 """
@@ -162,7 +168,9 @@ def iter_training(
             state["rng.global"] = torch.get_rng_state()
             if device.type == "cuda":
                 state["rng.cuda"] = torch.cuda.get_rng_state(device)
+            yield record  # before the state that marks this step done: what the caller does with it (its log line)
             save_training_state(state_path, state, {"step": step, "config_hash": config_hash, "optimizer": opt_meta})
+            continue
         yield record
 
 

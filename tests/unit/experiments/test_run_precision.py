@@ -2,7 +2,7 @@
 when every invocation that trained or measured ran in one precision, `mixed: …` when a resume on another machine
 (`train.bf16: null` follows the machine) or a training lent by another run changed it — on records written by hand."""
 
-from conceptlab.experiments.provenance import run_precision, training_precisions
+from conceptlab.experiments.provenance import run_code_drift, run_precision, training_precisions
 
 BF16, FP32 = {"bf16": True}, {"bf16": False}
 
@@ -54,3 +54,17 @@ def test_a_malformed_record_says_nothing_rather_than_failing():
     """A provenance file edited by hand or damaged: entries that are not records name no precision."""
     assert run_precision(["junk", 3, _inv(FP32, trained=[0, 20], measured=2)]) == "fp32"
     assert training_precisions([None, "x"]) == set()
+
+
+def test_an_invocation_refused_before_any_work_lends_the_run_neither_its_precision_nor_its_drift():
+    """What the run driver records for an invocation an error ended before it did anything (a damaged file refused):
+    `trained: None, measured: 0`; one killed before it recorded its work may have done anything."""
+    refused = _inv(BF16, code_drift=["study:shapes"])
+    trained, last = _inv(FP32, trained=[0, 20], measured=2, code_drift=[]), _inv(FP32, code_drift=[])
+    assert run_precision([trained, refused, last]) == "fp32"
+    assert run_code_drift([trained, refused, last]) == []
+    killed = {"bf16": True, "code_drift": ["study:shapes"]}
+    assert run_code_drift([trained, killed, last]) == ["study:shapes"]
+    assert run_code_drift([trained, _inv(FP32, measured=1, code_drift=["training"]), last]) == ["training"]
+    assert run_code_drift([trained, refused]) == ["study:shapes"]  # the last wrote the summary: it always counts
+    assert run_code_drift([{"host": "old"}, "junk"]) is None

@@ -7,7 +7,7 @@ from conceptlab.models.processes import DiffusionConfig
 from conceptlab.models.unet import ModelConfig
 from conceptlab.train.config import TrainConfig
 from conceptlab.models.diffusion_model import build_model
-from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint
+from conceptlab.train.checkpoints import list_checkpoints, load_checkpoint, training_state_step
 from conceptlab.train.trainer import TrainingData, iter_training, load_weights
 
 MODEL = ModelConfig(widths=[8, 16], blocks_per_level=1, mid_attention=False, dropout=0.1, pixel_unshuffle=2)
@@ -63,6 +63,17 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run(tmp_path):
     a, _ = load_checkpoint(tmp_path / "a" / "step_0000012.safetensors")
     b, _ = load_checkpoint(tmp_path / "b" / "step_0000012.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_checkpoint_steps_record_comes_before_the_state_that_marks_it_done(tmp_path):
+    """What the caller does with a checkpoint step's record (the run driver's log line) is done before its training
+    state is saved, so a kill in between repeats the step on resume instead of losing the line."""
+    state = tmp_path / "state.safetensors"
+    seen = []
+    for rec in iter_training(_model(), _data(), _cfg(), tmp_path / "ckpt", state, 0.0, "h"):
+        seen.append((rec.step, training_state_step(state)))
+    assert [s for s in seen if s[0] in (4, 5, 8, 9, 12)] == [(4, 0), (5, 4), (8, 4), (9, 8), (12, 8)]
+    assert training_state_step(state) == 12  # saved once the caller asks for the next record
 
 
 def test_resume_refuses_state_from_another_config(tmp_path):
