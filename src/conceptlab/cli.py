@@ -489,13 +489,14 @@ def _range_text(low: float, high: float) -> str:
 
 
 def _gap_text(low: float, high: float) -> str:
-    """A gap as a number, or as an interval where censored (> last: the bound is exclusive)."""
+    """A gap as a number, or as an interval where censored (≥ / ≤: a curve that never emerged could still emerge at
+    its censoring step, `analysis.emergence_stats.EmergenceRule.censor_step`)."""
     if low == high:
         return f"{low:+.0f}"
     if high == float("inf") and low != float("-inf"):
-        return f">{low:+.0f}"
+        return f"≥{low:+.0f}"
     if low == float("-inf") and high != float("inf"):
-        return f"<{high:+.0f}"
+        return f"≤{high:+.0f}"
     return "?"
 
 

@@ -35,7 +35,7 @@ from conceptlab.experiments.findings_spec import (
 )
 from conceptlab.experiments.sweep import (
     SEED_KEYS, Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_plan,
-    training_waves, write_manifest,
+    training_waves, write_manifest, write_sweep_report_or_warn,
 )
 from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -253,11 +253,9 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
             copied += 1
         else:  # its twin failed or is still queued (a SLURM executor that does not wait): the next invocation
             waiting += 1
-    from conceptlab.report.html import write_sweep_report
-
     for s in p.sets.values():
         if s.sweep is not None:
-            write_sweep_report(s.sweep.root)
+            write_sweep_report_or_warn(s.sweep.root, console)
     return {"runs": total, "skipped": total - todo - deferred, "done": sum(o.state == "done" for o in outcomes),
             "failed": {o.run_id: o.error for o in outcomes if o.state == "failed"},
             "queued": sum(o.state == "queued" for o in outcomes) + waiting, "deferred": deferred, "copied": copied,

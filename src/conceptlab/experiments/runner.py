@@ -63,7 +63,7 @@ from conceptlab.store.files import (
     write_text,
 )
 from conceptlab.store.run_folder import FORMAT, RunFolder
-from conceptlab.studies import Measurement, StepResult, due_checkpoints, study_for
+from conceptlab.studies import Measurement, StepResult, run_due_checkpoints, study_for
 from conceptlab.train.checkpoints import (
     CheckpointIntegrityError,
     checkpoint_schedule,
@@ -272,14 +272,14 @@ def check_checkpoints_complete(cfg: RunConfig, run: RunFolder) -> None:
 def measure_checkpoints(
     cfg: RunConfig, run: RunFolder, model, measurements: list[Measurement], console: Console, progress: bool
 ) -> dict[str, float]:
-    """The one resumable loop: every measurement at every checkpoint it is due at (`studies.due_checkpoints`) and has
-    no file for yet. Each checkpoint is loaded once — refused if it is damaged (content hash) or its config hash is
+    """The one resumable loop: every measurement at every checkpoint it is due at (`studies.run_due_checkpoints`: the
+    every-k-th rule over every checkpoint written, pruned ones too) and has no file for yet. Each checkpoint is loaded once — refused if it is damaged (content hash) or its config hash is
     not this run's — and its weights (EMA or not, per measurement) set before each measurement. The network is put
     in evaluation mode, and in channels-last format or on fused attention where `eval` asks. Returns the seconds per
     measurement."""
     check_checkpoints_complete(cfg, run)
     checkpoints = run.list_checkpoints()
-    due = {m.name: {s for s, _ in due_checkpoints(checkpoints, m.every)} for m in measurements}
+    due = {m.name: {s for s, _ in run_due_checkpoints(run, m.every)} for m in measurements}
     todo = []
     for step, path in checkpoints:
         pending = [m for m in measurements if step in due[m.name]

@@ -535,17 +535,7 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
     outcomes = []
     for wave in waves:
         outcomes += executor.run(wave, progress=progress, console=console)
-    from conceptlab.report.html import write_sweep_report
-
-    report_error = None
-    try:
-        write_sweep_report(sweep.root)  # the table of runs links each finished run's own report
-    except (OSError, ValueError, KeyError, RuntimeError) as err:
-        report_error = one_line(f"{sweep.root}: report.html not written ({type(err).__name__}: {err})")
-        if console is not None:
-            from rich.markup import escape
-
-            console.print(f"[yellow]warning:[/] {escape(report_error)}", highlight=False, soft_wrap=True)
+    report_error = write_sweep_report_or_warn(sweep.root, console)  # links each finished run's own report
     return {
         "runs": len(sweep.runs),
         "skipped": len(sweep.runs) - len(todo),
@@ -556,6 +546,23 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
         "reused": sum(trained_in(r.directory(sweep.root)) is not None for r in todo),
         "report_error": report_error,
     }
+
+
+def write_sweep_report_or_warn(root: Path, console=None) -> str | None:
+    """A sweep folder's `report.html` (`report.html.write_sweep_report`); a failure to write it (a torn summary.json)
+    is returned as one line and said on `console`, not raised — the runs are done without it."""
+    from conceptlab.report.html import write_sweep_report
+
+    try:
+        write_sweep_report(root)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        error = one_line(f"{root}: report.html not written ({type(err).__name__}: {err})")
+        if console is not None:
+            from rich.markup import escape
+
+            console.print(f"[yellow]warning:[/] {escape(error)}", highlight=False, soft_wrap=True)
+        return error
+    return None
 
 
 def training_roles(sweep: Sweep, train_from: list[Path] | None = None, reuse_training: bool = True) -> dict[str, str]:
