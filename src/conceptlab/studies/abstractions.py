@@ -691,10 +691,11 @@ class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
     kind = "shapes3d"
-    version = 7  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
+    version = 8  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
     # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03); 5: probe
     # stderr, departures beyond noise; 6: the probe stderr clustered by held-out combination (2026-12-04); 7: the
-    # departure test paired on the curves' shared units (2026-12-05)
+    # departure test paired on the curves' shared units (2026-12-05); 8: no commitment time for a curve that ends on
+    # the wrong side of its start (a probe at or below chance), a NaN stderr cannot pass a departure (2026-12-07)
     summary_sections = frozenset({
         "agreement", "attributes", "classifier_accuracy", "classifier_source", "classifier_trained_on",
         "commitment_order", "commitment_order_claimed", "commitment_sigma", "commitment_tau", "commitment_tau_mi_final",
