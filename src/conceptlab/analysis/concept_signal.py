@@ -42,7 +42,9 @@ def learning_time_table(runs: pd.DataFrame, learning_times: pd.DataFrame, axis: 
         row[f"concept_signal_{row['concept']}"] if f"concept_signal_{row['concept']}" in merged.columns else np.nan
         for _, row in merged.iterrows()
     ]
-    merged = merged.rename(columns={column: "axis_value", **SEEDS})
+    merged = merged.rename(columns={**SEEDS, column: "axis_value"})  # the axis wins where it is a seed key
+    if column in SEEDS:
+        merged[SEEDS[column]] = merged["axis_value"]
     cols = ["run_id", "axis_value", "data_seed", "train_seed", "concept", "concept_signal", "learning_time"]
     out = merged[[c for c in cols if c in merged.columns]].copy()
     out["axis"] = axis
@@ -80,7 +82,8 @@ def learning_time_by_axis(table: pd.DataFrame) -> pd.DataFrame:
 def signal_rank_agreement(table: pd.DataFrame) -> tuple[int, int]:
     """(runs where the larger-signal concept was learned strictly first, runs where the order is decided).
 
-    Not learned counts as later than any learning time; ties and runs learning neither are undecided.
+    Not learned counts as later than any learning time; ties and runs learning neither are undecided, and so are
+    runs whose two signals are unknown (NaN) or equal: neither concept is the larger-signal one.
     """
     agree = decided = 0
     for _, group in table.groupby("run_id"):
@@ -88,6 +91,9 @@ def signal_rank_agreement(table: pd.DataFrame) -> tuple[int, int]:
             continue
         ranked = group.sort_values("concept_signal", ascending=False)
         strong, weak = ranked.iloc[0], ranked.iloc[-1]
+        if pd.isna(strong["concept_signal"]) or pd.isna(weak["concept_signal"]) or \
+                strong["concept_signal"] == weak["concept_signal"]:
+            continue
         t_strong = np.inf if pd.isna(strong["learning_time"]) else strong["learning_time"]
         t_weak = np.inf if pd.isna(weak["learning_time"]) else weak["learning_time"]
         if t_strong == t_weak:

@@ -63,3 +63,21 @@ def test_missing_axis_or_split_is_a_clear_error():
         learning_time_table(runs, times, "data.size_separation")
     with pytest.raises(ValueError, match="no learning times for split 'test'"):
         learning_time_table(runs, times, split="test")
+
+
+def test_a_seed_key_can_be_the_axis():
+    """Sweeping a seed: the axis column is that seed (the seed renames once overrode the axis's: KeyError)."""
+    runs, times = _tables()
+    long = learning_time_table(runs, times, "train.train_seed", "train")
+    assert sorted(set(long["axis_value"])) == [0, 1] and (long["train_seed"] == long["axis_value"]).all()
+    assert set(long["axis"]) == {"train.train_seed"}
+
+
+def test_runs_whose_signals_are_unknown_or_equal_decide_no_order():
+    """Neither concept is the larger-signal one when the signals are NaN or tie: such a run is not counted as agreeing
+    or disagreeing (the sort once picked one arbitrarily)."""
+    base = {"learning_time": [100.0, 200.0], "concept": ["color", "size"]}
+    for signals in ([float("nan"), 6.0], [6.0, 6.0], [float("nan"), float("nan")]):
+        run = pd.DataFrame({**base, "run_id": ["r", "r"], "concept_signal": signals})
+        assert signal_rank_agreement(run) == (0, 0), signals
+    assert signal_rank_agreement(pd.DataFrame({**base, "run_id": ["r", "r"], "concept_signal": [7.0, 6.0]})) == (1, 1)
