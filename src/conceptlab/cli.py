@@ -489,8 +489,9 @@ def _range_text(low: float, high: float) -> str:
 
 
 def _gap_text(low: float, high: float) -> str:
-    """A gap as a number, or as an interval where censored (≥ / ≤: a curve that never emerged could still emerge at
-    its censoring step, `analysis.emergence_stats.EmergenceRule.censor_step`)."""
+    """A gap as a number, or as an interval where censored (≥ / ≤: a curve that never emerged is known only to emerge
+    no earlier than its censoring step, `analysis.emergence_stats.EmergenceRule.censor_step` — after it where one
+    checkpoint suffices)."""
     if low == high:
         return f"{low:+.0f}"
     if high == float("inf") and low != float("-inf"):

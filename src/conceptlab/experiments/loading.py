@@ -170,15 +170,16 @@ def _parse_yaml(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-def _is_file_source(source: str, path: Path) -> bool:
-    return source.endswith((".yaml", ".yml")) or path.is_file()
+def is_file_source(source: str, path: Path | None = None) -> bool:
+    """Whether a config source names a YAML file (by its suffix, or an existing file), not a preset."""
+    return source.endswith((".yaml", ".yml")) or (Path(source) if path is None else path).is_file()
 
 
 def _load_source(source: str, seen: tuple[str, ...] = (), folder: Path | None = None) -> dict[str, Any]:
     """Raw dict for a preset name or YAML path, with `extends` chains merged. A YAML path is read relative to
     `folder` (the folder of the file that `extends` it; None: the working directory); a preset extends presets."""
     path = Path(source) if folder is None or Path(source).is_absolute() else folder / source
-    is_file = _is_file_source(source, path)
+    is_file = is_file_source(source, path)
     label = str(path.resolve()) if is_file else f"preset {source}"
     if label in seen:
         raise ConfigError(f"extends cycle: {' -> '.join(seen + (label,))}")

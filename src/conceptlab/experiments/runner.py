@@ -259,7 +259,7 @@ def check_checkpoints_complete(cfg: RunConfig, run: RunFolder) -> None:
     """Every checkpoint the schedule has up to the step training reached must be on disk, weights and sidecar
     (unless retention pruned it): a lost checkpoint is an error naming it, not a shorter run."""
     trained = run.trained_step()
-    pruned = set(read_json(run.training).get("pruned", [])) if run.training.is_file() else set()
+    pruned = run.pruned_steps()
     listed = {s for s, _ in run.list_checkpoints()}
     missing = [s for s in checkpoint_schedule(cfg.train) if s <= trained and s not in listed and s not in pruned]
     if missing:
@@ -272,11 +272,11 @@ def check_checkpoints_complete(cfg: RunConfig, run: RunFolder) -> None:
 def measure_checkpoints(
     cfg: RunConfig, run: RunFolder, model, measurements: list[Measurement], console: Console, progress: bool
 ) -> dict[str, float]:
-    """The one resumable loop: every measurement at every checkpoint it is due at (`studies.run_due_checkpoints`: the
-    every-k-th rule over every checkpoint written, pruned ones too) and has no file for yet. Each checkpoint is loaded once — refused if it is damaged (content hash) or its config hash is
-    not this run's — and its weights (EMA or not, per measurement) set before each measurement. The network is put
-    in evaluation mode, and in channels-last format or on fused attention where `eval` asks. Returns the seconds per
-    measurement."""
+    """The one resumable loop: every measurement at every checkpoint it is due at (`studies.run_due_checkpoints`:
+    the every-k-th rule over every checkpoint written, pruned ones too) and has no file for yet. Each checkpoint is
+    loaded once — refused if it is damaged (content hash) or its config hash is not this run's — and its weights (EMA
+    or not, per measurement) set before each measurement. The network is put in evaluation mode, and in
+    channels-last format or on fused attention where `eval` asks. Returns the seconds per measurement."""
     check_checkpoints_complete(cfg, run)
     checkpoints = run.list_checkpoints()
     due = {m.name: {s for s, _ in run_due_checkpoints(run, m.every)} for m in measurements}

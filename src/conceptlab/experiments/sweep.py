@@ -52,6 +52,7 @@ from conceptlab.experiments.executors import ExecutorOptions, RunTask
 from conceptlab.experiments.loading import (
     ConfigError,
     config_to_yaml,
+    is_file_source,
     load_config,
     parse_override,
     parse_yaml,
@@ -299,7 +300,7 @@ def expand(source: str, overrides: list[str] | None = None, root: Path | None = 
         raise ConfigError(one_line(
             f"{where}: {shown(str(here))} holds the runs of overrides {shown(' '.join(overrides) or 'none')}, not "
             f"{shown(' '.join(given))} (a sweep folder holds one setting): rerun it without overrides, or run the "
-            f"spec with them into another folder (--root)"))
+            f"spec (its name or YAML file, not this folder) with them into another folder (--root)"))
     base = base_cfg.model_dump(mode="json")
     for keys, values in axes:  # name the axis whose key is unknown, before any combination
         try:
@@ -358,7 +359,27 @@ def _sets_key(text: str, key: str) -> bool:
 
 def _resolved_base(base: str) -> str:
     """A base YAML path made absolute (a rerun from the sweep folder reads it from there); a preset name as it is."""
-    return str(Path(base).resolve()) if base.endswith((".yaml", ".yml")) or Path(base).is_file() else base
+    return str(Path(base).resolve()) if is_file_source(base) else base
+
+
+def _check_one_setting(sweep: Sweep) -> None:
+    """ConfigError when `sweep.root` already holds a sweep whose manifest records command-line overrides that give
+    another config than `sweep`'s (whatever the spec says now: editing it is allowed)."""
+    if not (sweep.root / MANIFEST).is_file():
+        return
+    try:
+        recorded = _recorded_setting(sweep.root)
+    except ConfigError:
+        return  # an unreadable record: the rerun from the folder says so; a spec run into it rewrites it
+    if recorded is None or recorded[1] == sweep.overrides:
+        return
+    base = sweep.spec.base
+    if load_config(base, sweep.spec.overrides + recorded[1]).model_dump() != \
+            load_config(base, sweep.spec.overrides + sweep.overrides).model_dump():
+        raise ConfigError(one_line(
+            f"sweep {sweep.spec.name}: {shown(str(sweep.root))} holds the runs of overrides "
+            f"{shown(' '.join(recorded[1]) or 'none')}, not {shown(' '.join(sweep.overrides) or 'none')} (a sweep "
+            "folder holds one setting): run these into another folder (--root)"))
 
 
 def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
@@ -387,7 +408,10 @@ def check_sweep_memory(sweep: Sweep) -> None:
 def write_manifest(sweep: Sweep) -> Path:
     """Write manifest.json and a copy of the spec into the sweep root, and each run's config.yaml if new. The
     manifest records the base (a YAML path made absolute), the overrides of every run (the spec's, then the command
-    line's) and the command line's alone, which a rerun from the folder applies again (`expand`)."""
+    line's) and the command line's alone, which a rerun from the folder applies again (`expand`). A root whose
+    manifest records other command-line overrides (the spec run into it again with other ones) is refused: a sweep
+    folder holds one setting."""
+    _check_one_setting(sweep)
     sweep.root.mkdir(parents=True, exist_ok=True)
     _, text, _ = spec_text(sweep.source) if sweep.source else ("", "", None)
     if text and not (Path(sweep.source).is_dir() or Path(sweep.source).name == SPEC_COPY):

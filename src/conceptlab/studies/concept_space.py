@@ -42,6 +42,7 @@ from conceptlab.studies.base import (
     read_step_tables,
 )
 from conceptlab.studies.emergence import (
+    check_prompt_variants,
     check_sites,
     collect_interventions,
     emergence_figures,
@@ -211,6 +212,7 @@ class ConceptSpaceStudy(StudyBase):
 
     def check(self, cfg, dgp, model) -> None:
         check_sites(cfg, model)
+        check_prompt_variants(cfg, dgp, model)
 
     def headline(self, cfg, dgp: ShapesDGP) -> str:
         held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"

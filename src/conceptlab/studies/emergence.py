@@ -42,7 +42,7 @@ from conceptlab.interventions import (
     concept_embeddings,
     evaluate_interventions,
 )
-from conceptlab.interventions.prompting import NaiveRepeats
+from conceptlab.interventions.prompting import NaiveRepeats, OverPrompting
 from conceptlab.store.files import read_parquet, read_tensors
 from conceptlab.store.run_folder import RunFolder
 from conceptlab.studies.base import Measurement, StepResult, eval_noise_seed
@@ -67,6 +67,20 @@ def check_sites(cfg, model) -> None:
                 raise InterventionError(
                     f"eval.interventions.{where}.sites: no concept embedding site {site!r}; sites are {sites}"
                 )
+
+
+def check_prompt_variants(cfg, dgp, model) -> None:
+    """Fail before training when over-prompting cannot build its variants for a target (the authors' colors for a
+    target of the other color, a concept the data does not have): they depend on the data alone, so the error is
+    known now, not after training at the first checkpoint's measurement."""
+    iv = cfg.eval.interventions
+    if iv is None or iv.over_prompting is None:
+        return
+    prompting = [i for i in build_interventions(iv, cfg.diffusion.guidance_convention) if isinstance(i, OverPrompting)]
+    context = intervention_context(cfg, dgp, model)
+    for target in iv.targets or dgp.held_out_classes:
+        for intervention in prompting:
+            intervention.variants(target, context)
 
 
 def _reference_model(cfg, model, checkpoints: list[tuple[int, Path]]):

@@ -184,6 +184,10 @@ def test_a_sweep_folder_reruns_with_the_base_and_overrides_it_records(tmp_path):
     assert "holds the runs of overrides 'train.lr=0.001', not 'train.lr=0.003'" in result.output
     write_manifest(again)
     assert read_manifest(sweep.root)["command_line_overrides"] == ["train.lr=0.001"]
+    # the spec run into the same folder with other overrides is refused too (it would train new runs beside the old)
+    with pytest.raises(ConfigError, match="holds the runs of overrides 'train.lr=0.001', not 'train.lr=0.003'"):
+        write_manifest(expand(str(specs / "s.yaml"), ["train.lr=0.003"], root=sweep.root))
+    write_manifest(expand(str(specs / "s.yaml"), ["train.lr=1e-3"], root=sweep.root))  # the same setting
     source = write_spec(tmp_path / "p.yaml")  # a manifest without the record: the spec and the overrides given
     old = expand(source, ["train.lr=0.001"], root=tmp_path / "old")
     write_manifest(old)

@@ -126,6 +126,12 @@ def test_over_prompting_colors_bad_input_is_one_clear_error(dgp, model):
         OverPrompting(("color",), colors=AUTHORS_BLUE_COLORS).variants("01", ctx)
     red = tuple((b, 1 - b, 1 - b) for b in (0.6, 0.95))  # the same grid mirrored for red
     assert len(OverPrompting(("color",), colors=red).variants("01", ctx)) == 2
+    # and the run refuses it before training (the study's check), not at the first checkpoint's measurement
+    from conceptlab.experiments.loading import load_config
+    from conceptlab.experiments.runner import prepare_run
+
+    with pytest.raises(InterventionError, match="no nearer class 01's color"):
+        prepare_run(load_config("hidden-emergence-paper-tiny", ["eval.interventions.targets=['01']"]))
 
 
 def test_over_prompting_colors_config_keeps_old_run_ids_and_builds_the_authors_grid():
