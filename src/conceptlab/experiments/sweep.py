@@ -293,14 +293,12 @@ def expand(source: str, overrides: list[str] | None = None, root: Path | None = 
                                   f"axis instead)")
     try:
         base_cfg = load_config(spec.base, spec.overrides + overrides)
-        other = load_config(spec.base, spec.overrides + given) if given and given != overrides else base_cfg
+        same = not given or _same_setting(spec, overrides, given)
     except ConfigError as err:
         raise ConfigError(f"{where}: base: {err}") from None
-    if other.model_dump() != base_cfg.model_dump():
-        raise ConfigError(one_line(
-            f"{where}: {shown(str(here))} holds the runs of overrides {shown(' '.join(overrides) or 'none')}, not "
-            f"{shown(' '.join(given))} (a sweep folder holds one setting): rerun it without overrides, or run the "
-            f"spec (its name or YAML file, not this folder) with them into another folder (--root)"))
+    if not same:
+        raise _another_setting(spec, here, overrides, given, "rerun it without overrides, or run the spec (its name "
+                               "or YAML file, not this folder) with them into another folder (--root)")
     base = base_cfg.model_dump(mode="json")
     for keys, values in axes:  # name the axis whose key is unknown, before any combination
         try:
@@ -371,15 +369,23 @@ def _check_one_setting(sweep: Sweep) -> None:
         recorded = _recorded_setting(sweep.root)
     except ConfigError:
         return  # an unreadable record: the rerun from the folder says so; a spec run into it rewrites it
-    if recorded is None or recorded[1] == sweep.overrides:
-        return
-    base = sweep.spec.base
-    if load_config(base, sweep.spec.overrides + recorded[1]).model_dump() != \
-            load_config(base, sweep.spec.overrides + sweep.overrides).model_dump():
-        raise ConfigError(one_line(
-            f"sweep {sweep.spec.name}: {shown(str(sweep.root))} holds the runs of overrides "
-            f"{shown(' '.join(recorded[1]) or 'none')}, not {shown(' '.join(sweep.overrides) or 'none')} (a sweep "
-            "folder holds one setting): run these into another folder (--root)"))
+    if recorded is not None and not _same_setting(sweep.spec, recorded[1], sweep.overrides):
+        raise _another_setting(sweep.spec, sweep.root, recorded[1], sweep.overrides,
+                               "run these into another folder (--root)")
+
+
+def _same_setting(spec: SweepSpec, recorded: list[str], given: list[str]) -> bool:
+    """Whether two lists of command-line overrides give the spec's base the same config (`train.lr=1e-3` is
+    `train.lr=0.001`)."""
+    return recorded == given or (load_config(spec.base, spec.overrides + recorded).model_dump()
+                                 == load_config(spec.base, spec.overrides + given).model_dump())
+
+
+def _another_setting(spec: SweepSpec, root: Path | None, recorded: list[str], given: list[str], advice: str):
+    """The one-line refusal of a sweep folder that holds the runs of other command-line overrides."""
+    return ConfigError(one_line(
+        f"sweep {spec.name}: {shown(str(root))} holds the runs of overrides {shown(' '.join(recorded) or 'none')}, "
+        f"not {shown(' '.join(given) or 'none')} (a sweep folder holds one setting): {advice}"))
 
 
 def _with_values(base: dict[str, Any], values: dict[str, Any]) -> RunConfig:
