@@ -25,7 +25,9 @@ def _two_threads_and_private_cache(tmp_path_factory, monkeypatch):
 def hidden_emergence_at_step_300() -> list[str]:
     """CI size of the hidden-emergence family's findings tests: the preset's data and model trained to step 300,
     only that checkpoint evaluated, 48 generations per intervention, naive and over-prompting only (both latent
-    interventions, the authors' `linear` and our `embedding_shift`, off)."""
+    interventions, the authors' `linear` and our `embedding_shift`, off). No bias-matched naive repeats
+    (`matched_naive`): these tests read the first naive stream, and with per-variant noise no other variant's images
+    depend on whether the repeats are sampled."""
     return [
         "train.steps=300",
         "train.checkpoint_schedule=list",
@@ -35,6 +37,7 @@ def hidden_emergence_at_step_300() -> list[str]:
         "eval.interventions.linear=null",
         "eval.interventions.embedding_shift=null",
         "eval.interventions.patching=null",
+        "eval.interventions.matched_naive=false",
     ]
 
 
@@ -42,7 +45,8 @@ def hidden_emergence_at_step_300() -> list[str]:
 def naive_and_over_prompting_at():
     """Overrides that evaluate only the given checkpoints (the last one is the run's length), with 48 generations
     per intervention variant and the latent interventions (linear, patching) switched off; other interventions the
-    preset has (CFG) stay. The per-class concept reading, unused by these tests, is kept small (8 per class)."""
+    preset has (CFG) stay. The per-class concept reading, unused by these tests, is kept small (8 per class), and the
+    bias-matched naive repeats are not sampled (as above)."""
 
     def overrides(checkpoints: list[int]) -> list[str]:
         return [
@@ -54,6 +58,7 @@ def naive_and_over_prompting_at():
             "eval.interventions.linear=null",
             "eval.interventions.embedding_shift=null",
             "eval.interventions.patching=null",
+            "eval.interventions.matched_naive=false",
         ]
 
     return overrides
