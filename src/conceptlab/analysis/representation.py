@@ -21,7 +21,9 @@ is given. The network is run in eval mode (dropout off) and left as it was.
 
 `effective_dimension_over_training(checkpoints, …)` does this for every
 (step, network) and returns a table of effective dimension (participation ratio,
-`analysis.geometry`) and explained variance of the top 4 PCs per checkpoint.
+`analysis.geometry`) and explained variance of the top 4 PCs per checkpoint (the
+columns `studies.factorization` writes to the geometry table, so
+`report.composition_figures.plot_effective_dimension` draws either).
 
 A hook name the network does not have raises `hooks.HookNameError` (one line,
 with close valid names) before anything runs.
@@ -165,7 +167,8 @@ def effective_dimension_over_training(
     top_k: int = 4,
     **collect_kwargs,
 ) -> pd.DataFrame:
-    """Per (step, network): columns step, effective_dimension, explained_variance (top `top_k` PCs), points, features.
+    """Per (step, network): columns step, effective_dimension, explained_variance_top{top_k} (the share of the
+    variance in the top `top_k` PCs; explained_variance_top4 by default, as in the geometry table), points, features.
 
     `collect_kwargs` go to `collect_representations` (image_shape, images, prompts, mode, steps, pool, seed).
     """
@@ -173,7 +176,7 @@ def effective_dimension_over_training(
     for step, net in checkpoints:
         cloud = collect_representations(net, process, labels, hook, t, **collect_kwargs)
         rows.append({"step": int(step), "effective_dimension": effective_dimension(cloud.points),
-                     "explained_variance": explained_variance(cloud.points, top_k),
+                     f"explained_variance_top{top_k}": explained_variance(cloud.points, top_k),
                      "points": cloud.points.shape[0], "features": cloud.points.shape[1]})
     if not rows:
         raise ValueError("no checkpoints given")

@@ -35,7 +35,8 @@ def reconstruction_phase(log: pd.DataFrame) -> dict[str, Any]:
     - `dominated_from_start`: whether it dominated at the first logged step;
     - `recon_bpd_first` / `recon_bpd_last`, `diffusion_bpd_last`: the terms at the first and last logged steps;
     - `gamma_0_first` / `gamma_0_at_end` / `gamma_0_last` and `gamma_1_last`: the schedule's ends (None when not
-      logged, e.g. a fixed schedule logs them too, so they are constant there).
+      logged or not a finite number at that step — never NaN, which JSON has no word for; a fixed schedule logs
+      them too, so they are constant there).
     """
     if not has_vlb_terms(log):
         raise ValueError("the log has no VDM loss terms (columns diffusion_bpd, recon_bpd)")
@@ -45,12 +46,12 @@ def reconstruction_phase(log: pd.DataFrame) -> dict[str, Any]:
     steps = rows["step"].to_numpy()
     above = (rows["recon_bpd"] > rows["diffusion_bpd"]).to_numpy()
     if not above.any():
-        end = int(steps[0])
+        end_index: int | None = 0
     elif above[-1]:
-        end = None
+        end_index = None
     else:
-        last_above = max(i for i, a in enumerate(above) if a)
-        end = int(steps[last_above + 1])
+        end_index = max(i for i, a in enumerate(above) if a) + 1
+    end = None if end_index is None else int(steps[end_index])
 
     def at(column: str, index: int) -> float | None:
         if column not in rows.columns:
@@ -58,9 +59,6 @@ def reconstruction_phase(log: pd.DataFrame) -> dict[str, Any]:
         value = float(rows[column].iloc[index])
         return value if math.isfinite(value) else None
 
-    gamma_at_end = None
-    if end is not None and "gamma_0" in rows.columns:
-        gamma_at_end = float(rows.loc[rows["step"] == end, "gamma_0"].iloc[0])
     return {
         "end": end,
         "dominated_from_start": bool(above[0]),
@@ -68,7 +66,7 @@ def reconstruction_phase(log: pd.DataFrame) -> dict[str, Any]:
         "recon_bpd_last": at("recon_bpd", -1),
         "diffusion_bpd_last": at("diffusion_bpd", -1),
         "gamma_0_first": at("gamma_0", 0),
-        "gamma_0_at_end": gamma_at_end,
+        "gamma_0_at_end": None if end_index is None else at("gamma_0", end_index),  # None, never NaN
         "gamma_0_last": at("gamma_0", -1),
         "gamma_1_last": at("gamma_1", -1),
     }

@@ -10,7 +10,7 @@ folder or a runs folder) whose summary has an "emergence" block, and writes to
     emergence_across_seeds.parquet   per target × intervention: mean, std and count of emergence steps
     emergence_gaps.parquet           per target × intervention: the bias-matched gap over seeds (sign test, median
                                      bounds with an order-statistic interval) and its false-positive rate under the null
-    emergence_seeds.png              score vs step, one colour per intervention, one line per seed
+    emergence_seeds.png              score vs step, one colour per intervention, one line per run (styled by seed)
 
 and returns a dict of verdicts: in how many seeds naive prompting emerged at
 all, whether some intervention emerged strictly earlier in every such seed (the
@@ -59,7 +59,8 @@ def _runs_with_emergence(root: Path) -> list[Path]:
 
 
 def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-run table, score curves with a seed column) of every finished run under root with emergence results."""
+    """(per-run table, score curves with run and seed columns) of every finished run under root with emergence
+    results; `run` is the run folder relative to root in both (several runs may share a seed)."""
     runs = _runs_with_emergence(root)
     if not runs:
         raise FileNotFoundError(f"no finished run with hidden-emergence results under {root}")
@@ -89,7 +90,7 @@ def collect_emergence(root: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
                     }
                 )
         best = read_parquet(RunFolder(run).table("emergence"))
-        curves.append(best[best["intervention"] != "naive_repeats"].assign(seed=seed))
+        curves.append(best[best["intervention"] != "naive_repeats"].assign(seed=seed, run=str(run.relative_to(root))))
     return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import statistics
 from pathlib import Path
 from typing import Any
@@ -59,12 +58,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
 
 def read_status(run_dir: Path) -> dict:
     """The run folder's status.json, or {} when it is missing, not JSON or not a JSON object."""
-    path = RunFolder(run_dir).status
-    try:
-        status = read_json(path) if path.is_file() else {}
-    except (ValueError, RecursionError, OSError):
-        return {}
-    return status if isinstance(status, dict) else {}
+    return RunFolder(run_dir).read_status()
 
 
 def write_status(run_dir: Path, state: str, **fields) -> None:
@@ -75,22 +69,12 @@ def write_status(run_dir: Path, state: str, **fields) -> None:
 
 
 def run_state(run_dir: Path) -> tuple[str, str | None]:
-    """(state, last error line) of a run folder as `sweep status` shows it.
+    """(state, last error line) of a run folder as `sweep status` shows it (`store.RunFolder.state`).
 
     States: done (summary written), failed, running, queued, interrupted (its process is gone:
     a dead local worker), pending (never started).
     """
-    run_dir = Path(run_dir)
-    status = read_status(run_dir)
-    if RunFolder(run_dir).is_complete():
-        return "done", None
-    state = status.get("state", "pending")
-    if state == "done":  # a status without summary: treat as interrupted
-        state = "interrupted"
-    if state == "running" and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
-        if not _pid_alive(int(status.get("pid", 0))):
-            state = "interrupted"
-    return state, status.get("error")
+    return RunFolder(run_dir).state()
 
 
 def run_progress(run_dir: Path, live: bool = True) -> str:
@@ -165,18 +149,6 @@ def _last_logged_step(log: Path) -> int:
         except (ValueError, KeyError, TypeError):
             continue
     return 0
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep_status(root: Path) -> list[dict[str, Any]]:

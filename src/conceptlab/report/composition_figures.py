@@ -7,6 +7,8 @@ Every function takes tables / arrays and returns a matplotlib Figure; saving is 
 
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -41,8 +43,9 @@ def plot_generation_accuracy(table: pd.DataFrame, tolerance: float | None = None
 
 @styled
 def plot_effective_dimension(table: pd.DataFrame, cut: float | None = None) -> Figure:
-    """Effective dimension (participation ratio) and explained variance of the top 4 PCs vs step; with homology
-    over training (`betti_*` columns), a second panel: the longest H1 and H2 bars (as fractions of the diameter,
+    """Effective dimension (participation ratio) and explained variance of the top k PCs (the table's
+    `explained_variance_top<k>` column: the geometry table's top 4, or `analysis.representation`'s) vs step; with
+    homology over training (`betti_*` columns), a second panel: the longest H1 and H2 bars (as fractions of the diameter,
     with the persistence `cut` when given) and the Betti numbers vs step."""
     rows = table.sort_values("step")
     with_homology = "betti_1" in rows and rows["betti_1"].notna().any()
@@ -54,9 +57,14 @@ def plot_effective_dimension(table: pd.DataFrame, cut: float | None = None) -> F
     ax.set_xlabel("training step")
     ax.set_ylabel("effective dimension", color="C0")
     twin = ax.twinx()
-    twin.plot(rows["step"], rows["explained_variance_top4"], "--", color="C1", label="explained var. top 4")
+    column = next((c for c in rows.columns if re.fullmatch(r"explained_variance_top\d+", str(c))), None)
+    if column is None:
+        raise ValueError("the table has no explained_variance_top<k> column (the share of the variance in the top "
+                         "k principal components); give the geometry table or analysis.representation's")
+    k = column.removeprefix("explained_variance_top")
+    twin.plot(rows["step"], rows[column], "--", color="C1", label=f"explained var. top {k}")
     twin.set_ylim(0, 1.02)
-    twin.set_ylabel("explained variance, top 4 PCs", color="C1")
+    twin.set_ylabel(f"explained variance, top {k} PCs", color="C1")
     twin.grid(False)
     lines = ax.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
     ax.legend(lines, [h.get_label() for h in lines], loc="upper right")

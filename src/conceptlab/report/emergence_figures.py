@@ -45,10 +45,12 @@ def plot_intervention_scores(
     target_names: dict[str, str] | None = None,
 ) -> Figure:
     """Held-out score (best variant) vs step, one panel per target (two across at most), one colour per
-    intervention; with a `seed` column one line style and marker per seed, else the Wilson 95% interval as a band.
+    intervention; with several runs one line per run (`run` column, else one per `seed`), its line style and marker
+    those of its seed (runs sharing a seed, e.g. under another evaluation setting, share a style but are never joined
+    into one line); with one run the Wilson 95% interval as a band. The panel title counts the runs and the seeds.
 
-    `best` has columns target, intervention, step, score, n (optionally seed, target_name); `emergence` maps
-    target → intervention → emergence step (a dotted line in the intervention's colour, single seed only).
+    `best` has columns target, intervention, step, score, n (optionally run, seed, target_name); `emergence` maps
+    target → intervention → emergence step (a dotted line in the intervention's colour, single run only).
     Every line, band and marker is in the legend.
     """
     targets = sorted(best["target"].unique())
@@ -57,19 +59,24 @@ def plot_intervention_scores(
     fig, axes = plt.subplots(rows_n, cols_n, figsize=(PAGE if cols_n > 1 else COLUMN + 0.6, 2.5 * rows_n + 0.9),
                              squeeze=False, sharey=True)
     interventions = list(dict.fromkeys(best["intervention"]))
-    seeds = sorted(best["seed"].unique()) if "seed" in best.columns else [None]
-    single = len(seeds) == 1
+    key = "run" if "run" in best.columns else "seed" if "seed" in best.columns else None
+    lines = list(dict.fromkeys(best[key])) if key else [None]  # one line per run
+    seed_of = (best.drop_duplicates(key).set_index(key)["seed"].to_dict() if key == "run" and "seed" in best.columns
+               else {line: line for line in lines})
+    seeds = sorted(set(seed_of.values()), key=lambda s: (s is None, s))
+    runs_per_seed = {s: sum(v == s for v in seed_of.values()) for s in seeds}
+    single = len(lines) == 1
     drew_line = drew_band = False
     for ax, target in zip(axes.flat, targets):
         for k, name in enumerate(interventions):
-            for j, seed in enumerate(seeds):
+            for line in lines:
                 rows = best[(best["target"] == target) & (best["intervention"] == name)]
-                if seed is not None:
-                    rows = rows[rows["seed"] == seed]
+                if line is not None:
+                    rows = rows[rows[key] == line]
                 rows = rows.sort_values("step")
                 if rows.empty:
                     continue
-                style = seed_style(0 if single else j)
+                style = seed_style(0 if single else seeds.index(seed_of[line]))
                 ax.plot(rows["step"], rows["score"], color=_color(name, k), lw=1.3, ms=2.5,
                         ls="-" if single else style["ls"], marker="o" if single else style["marker"],
                         alpha=1.0 if single else 0.85)
@@ -83,7 +90,9 @@ def plot_intervention_scores(
                 drew_line = True
         ax.axhline(threshold, color=REFERENCE, lw=0.7, ls="--")
         title = f"held-out {nm.class_label(target, names, with_code=True)}"
-        ax.set_title(title + ("" if single else f", {len(seeds)} seeds"))
+        count = ("" if single else f", {len(seeds)} seeds" if len(lines) == len(seeds)
+                 else f", {len(lines)} runs of {len(seeds)} seed{'s' if len(seeds) > 1 else ''}")
+        ax.set_title(title + count)
         ax.set_xlabel("training step")
         ax.set_ylim(-0.03, 1.03)
     for ax in axes[:, 0]:
@@ -92,7 +101,10 @@ def plot_intervention_scores(
         ax.axis("off")
     handles = [Line2D([], [], color=_color(n, k), lw=1.6, label=nm.intervention(n)) for k, n in enumerate(interventions)]
     if not single:
-        handles += [Line2D([], [], color="0.35", label=f"seed {s}", **seed_style(j)) for j, s in enumerate(seeds)]
+        handles += [Line2D([], [], color="0.35", **seed_style(j),
+                           label=f"{'seed' if 'seed' in best.columns else 'run'} {s}"
+                           + (f" ({runs_per_seed[s]} runs)" if runs_per_seed[s] > 1 else ""))
+                    for j, s in enumerate(seeds)]
     handles.append(Line2D([], [], color=REFERENCE, ls="--", lw=0.7, label=f"threshold {threshold:g}"))
     if drew_band:
         handles.append(Patch(color="0.5", alpha=0.25, label="Wilson 95% interval"))

@@ -193,7 +193,8 @@ def plot_accuracy(
 
 @styled
 def plot_loss(log: pd.DataFrame) -> Figure:
-    """Training loss vs step (raw and smoothed)."""
+    """Training loss vs step (raw and smoothed); a log axis when every logged loss is positive, else symmetric-log
+    (a VDM's loss in bits per dimension goes negative once the reconstruction term falls below 0)."""
     fig, ax = plt.subplots(figsize=(COLUMN, 2.3))
     ax.plot(log["step"], log["loss"], color="0.7", lw=0.6, label="loss (logged steps)")
     if len(log) >= 5:
@@ -202,7 +203,10 @@ def plot_loss(log: pd.DataFrame) -> Figure:
                 label=f"moving average over {window} logged steps")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss")
-    ax.set_yscale("log")
+    if (log["loss"].dropna() > 0).all():
+        ax.set_yscale("log")
+    else:                                   # a VDM's loss in bits/dim goes below 0 (Gaussian reconstruction term)
+        ax.set_yscale("symlog", linthresh=1.0)
     ax.legend()
     fig.tight_layout()
     return fig

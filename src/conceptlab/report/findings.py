@@ -338,8 +338,9 @@ def value_label(value: dict) -> str:
 @styled
 def finding_figure(f: dict) -> Figure:
     """One panel per criterion: the value (black) and its control or threshold (colour) on every seed; a censored
-    value is drawn at the panel's edge as an open marker; the seeds that pass are filled; a seed without a run or
-    whose run could not measure the value is named as such, so every report seed is accounted for."""
+    value is drawn at the panel's edge, on its labelled 'never' (or −∞) line; the seeds that pass are filled, those
+    that fail open (censored or not); a seed without a run or whose run could not measure the value is named as
+    such, so every report seed is accounted for."""
     crit = f["criteria"]
     rows, cols = panel_grid(len(crit), max_columns=3)
     width = COLUMN if cols == 1 else PAGE
@@ -371,7 +372,7 @@ def finding_figure(f: dict) -> Figure:
                 if censored:
                     edges_used.add(1 if v > 0 else -1)
                 y = edge[1 if v > 0 else -1] if censored else v
-                filled = s["passed"] and not censored
+                filled = bool(s["passed"])  # filled = passes, censored or not: a censored one is told by its place
                 ax.scatter([i + (0.08 if key == "control" else -0.08)], [y], marker=marker, s=22, zorder=3,
                            facecolors=colour if filled else "none", edgecolors=colour, linewidths=1.0)
         for side in edges_used:  # where "never" is drawn: a labelled edge, not a number on the axis

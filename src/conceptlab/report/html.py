@@ -3,8 +3,9 @@
 A run's report: the headline numbers, every figure under `figures/` (embedded as base64 PNG, with a relative link
 to its PDF), the run-level tables (sortable by clicking a column; the main ones open, the rest folded), the kept
 samples of every `*samples.safetensors` by checkpoint with a slider, the resolved config, every summary field and
-the provenance. A sweep's report: its description and axes, a sortable table of its runs (state, axis values,
-headline numbers, a link to each run's own report), the sweep-level figures and tables.
+the provenance. A sweep's report: its description and axes, a sortable table of its runs (state as `sweep status`
+shows it, axis values, the headline numbers any finished run has, a link to each run's own report), the sweep-level
+figures and tables.
 
 `write_run_report(run_dir)` and `write_sweep_report(sweep_root)` read the folder (through `store`) and write
 `report.html` into it; the run driver calls the first at the end of every run, `run_sweep` the second at the end
@@ -42,6 +43,8 @@ HEADLINE = (
     "conditional_accuracy.*", "seconds.total", "disk_bytes",
 )
 SKIP_FIELDS = ("provenance", "figures", "seconds_all_invocations")
+SWEEP_SKIP = ("parameters", "disk_bytes", "training_images")  # the same in every run of a sweep, as a rule
+SWEEP_PER_PATTERN = 8  # the sweep's runs table: at most this many columns per `HEADLINE` pattern
 _STEP_KEY = re.compile(r"^step_(\d+)(?:/(.+))?$")
 
 CSS = """
@@ -106,6 +109,8 @@ def _text(value: Any) -> str:
             return "—"
         if math.isinf(value):
             return "∞" if value > 0 else "−∞"
+        if value.is_integer() and abs(value) < 1e15:  # a step or a count stored as a float: all its digits
+            return str(int(value))
         return f"{value:.4g}"
     if isinstance(value, (np.floating,)):
         return _text(float(value))
@@ -266,9 +271,9 @@ def _page(title: str, subtitle: str, sections: list[tuple[str, str, str]]) -> st
 
 
 def _key_values(values: dict[str, Any], name: str) -> str:
-    frame = pd.DataFrame({"quantity": list(values), "value": list(values.values())})
-    frame["value"] = frame["value"].map(lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                                        else _text(v))
+    shown = [v if isinstance(v, (int, float)) and not isinstance(v, bool) else _text(v) for v in values.values()]
+    frame = pd.DataFrame({"quantity": pd.Series(list(values), dtype=object),   # object: an int stays an int
+                          "value": pd.Series(shown, dtype=object)})            # beside floats (no 4.865e+05)
     return table_html(frame, name, max_rows=10_000)
 
 
@@ -328,14 +333,6 @@ def write_run_report(run_dir: Path) -> Path:
     return write_text(Path(run_dir) / REPORT, run_report_html(run_dir))
 
 
-def _run_state(folder: Path) -> str:
-    run = RunFolder(folder)
-    if run.is_complete():
-        return "done"
-    status = read_json(run.status) if run.status.is_file() else {}
-    return str(status.get("state", "pending"))
-
-
 CLAIMS_FILE = "controls_claims.json"  # written by the controls report (`conceptlab report SWEEP`)
 
 
@@ -354,6 +351,20 @@ def claims_html(path: Path) -> str:
     return note + table_html(pd.DataFrame(rows), "claims") if rows else ""
 
 
+def sweep_columns(headlines: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """The headline columns of a sweep's runs table: every key any finished run has (a failed or pending run has
+    none), in `HEADLINE` pattern order, at most `SWEEP_PER_PATTERN` per pattern so that each kind of number (the
+    learning times, the final accuracies, the emergence steps, turns and capability gaps…) gets columns; and how
+    many keys were left out."""
+    keys = list(dict.fromkeys(k for h in headlines for k in h if k not in SWEEP_SKIP))
+    by_pattern: dict[int, list[str]] = {}
+    for key in keys:
+        first = next(i for i, pattern in enumerate(HEADLINE) if fnmatch.fnmatchcase(key, pattern))
+        by_pattern.setdefault(first, []).append(key)
+    shown = [k for i in sorted(by_pattern) for k in by_pattern[i][:SWEEP_PER_PATTERN]]
+    return shown, len(keys) - len(shown)
+
+
 def sweep_report_html(sweep_root: Path) -> str:
     """The report of a sweep folder (its manifest.json written), as one HTML page."""
     root = Path(sweep_root)
@@ -364,19 +375,20 @@ def sweep_report_html(sweep_root: Path) -> str:
     rows, headlines = [], []
     for entry in manifest["runs"]:
         folder = root / entry["run_id"]
-        state = _run_state(folder)
+        state = RunFolder(folder).state()[0]
         report = folder / REPORT
         link = (f'<a href="{html.escape(entry["run_id"])}/{REPORT}">{html.escape(entry["run_id"])}</a>'
                 if report.is_file() else html.escape(entry["run_id"]))
         numbers = headline(RunFolder(folder).read_summary()) if state == "done" else {}
         headlines.append(numbers)
         rows.append({"run": link, "state": state, **entry["values"]})
-    shared = [k for k in (headlines[0] if headlines else {})
-              if k not in ("parameters", "disk_bytes", "training_images")
-              and all(k in h for h in headlines if h)][:14]
+    shown, left_out = sweep_columns(headlines)
     for row, numbers in zip(rows, headlines):
-        row.update({k: numbers.get(k) for k in shared})
-    runs = table_html(pd.DataFrame(rows), "runs", max_rows=10_000, raw_html=("run",)) if rows else ""
+        row.update({k: numbers.get(k) for k in shown})
+    runs = table_html(pd.DataFrame(rows, dtype=object), "runs", max_rows=10_000, raw_html=("run",)) if rows else ""
+    if runs and left_out:
+        runs += (f'<div class="muted">{left_out} more headline numbers (at most {SWEEP_PER_PATTERN} columns per kind '
+                 "of number here) are in each run's own report</div>")
     counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
     tables = "".join(f"<h3>{html.escape(p.stem)}</h3>" + table_html(_displayable(read_parquet(p)), p.stem)
                      for p in sorted(root.glob("*.parquet")))

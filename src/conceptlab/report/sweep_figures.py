@@ -1,4 +1,5 @@
-"""Sweep figures: learning time per concept vs the swept key and vs concept signal, seeds as points, mean ± sd.
+"""Sweep figures: learning time per concept vs the swept key and vs concept signal, runs as points, the median over
+every run (a run that never learned counts as later than any time); region accuracy; data efficiency.
 
 Every function takes tables (from `analysis.concept_signal`) and returns a matplotlib Figure; saving is the caller's job.
 """
@@ -12,6 +13,7 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from conceptlab.report import names as nm
 from conceptlab.report.style import PAGE, color, styled
@@ -19,7 +21,10 @@ from conceptlab.report.style import PAGE, color, styled
 
 @styled
 def plot_learning_time_vs_signal(runs: pd.DataFrame, summary: pd.DataFrame, axis: str = "data.color_separation") -> Figure:
-    """Left: learning time vs the swept value per concept (mean ± sd, seeds as dots; ▲ at the top = not learned).
+    """Left: learning time vs the swept value per concept: runs as dots (▲ at the top = not learned), the line the
+    median over every run as `analysis.concept_signal.learning_time_by_axis` gives it (the `conceptlab runs
+    learning-time` table's number: a run that never learned counts as later than any time); where half or more
+    never learned that median is only "later than the last checkpoint", drawn as a hollow ▲ at the top.
     Right: learning time vs concept signal, every run and concept."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(PAGE, 2.8))
     concepts = sorted(runs["concept"].unique())
@@ -30,10 +35,17 @@ def plot_learning_time_vs_signal(runs: pd.DataFrame, summary: pd.DataFrame, axis
         colour = colors[concept]
         rows = runs[runs["concept"] == concept]
         stats = summary[summary["concept"] == concept].sort_values("axis_value")
-        have = stats[stats["n_learned"] > 0]
-        spread = have["learning_time_std"].where(have["n_learned"] > 1)  # no bar from one seed
-        left.errorbar(have["axis_value"], have["learning_time_mean"], yerr=spread.fillna(0).to_numpy(), color=colour,
-                      marker="o", lw=1.5, capsize=3, label=f"{nm.human(concept)}: mean ± sd over seeds")
+        late = stats["median_censored"].astype(bool).to_numpy()
+        median = np.where(late, ceiling, stats["learning_time_median"].to_numpy(dtype=float))
+        xs = stats["axis_value"].to_numpy(dtype=float)
+        for k in range(len(xs) - 1):  # dotted into and out of a median not reached
+            left.plot(xs[k:k + 2], median[k:k + 2], color=colour, lw=1.5 if not late[k:k + 2].any() else 1.0,
+                      ls=":" if late[k:k + 2].any() else "-")
+        left.plot([], [], color=colour, lw=1.5, marker="o", ms=5,
+                  label=f"{nm.human(concept)}: median over all runs (unlearned = later)")
+        left.plot(stats["axis_value"][~late], median[~late], "o", color=colour, ms=5)
+        if late.any():
+            left.plot(stats["axis_value"][late], median[late], "^", color=colour, mfc="none", mew=1.3, ms=8)
         jitter = (np.random.default_rng(0).random(len(rows)) - 0.5) * 0.01
         learned = rows["learning_time"].notna().to_numpy()
         left.scatter(rows["axis_value"].to_numpy()[learned] + jitter[learned], rows["learning_time"][learned],
@@ -51,13 +63,17 @@ def plot_learning_time_vs_signal(runs: pd.DataFrame, summary: pd.DataFrame, axis
         left.axhline(ceiling, color="grey", lw=0.6, ls=":")
     left.set_xlabel(nm.config_key(axis))
     left.set_ylabel("learning time (step)")
-    left.set_title("learning time across the sweep (dots: seeds)")
-    left.legend(title="▲ = not learned (censored)" if censored else None)
+    left.set_title("learning time across the sweep (dots: runs)")
+    handles, labels = left.get_legend_handles_labels()
+    if bool(summary["median_censored"].any()):
+        handles.append(Line2D([], [], ls="none", marker="^", mfc="none", mew=1.3, ms=8, color="0.3"))
+        labels.append("median not reached: half or more never learned")
+    left.legend(handles, labels, title="▲ = run not learned (censored)" if censored else None)
     if censored:
         right.axhline(ceiling, color="grey", lw=0.6, ls=":")
     right.set_xlabel("concept signal")
     right.set_ylabel("learning time (step)")
-    right.set_title("larger concept signal → learned earlier")
+    right.set_title("learning time vs concept signal (every run and concept)")
     right.legend(title="▲ = not learned (censored)" if censored else None)
     fig.tight_layout()
     return fig

@@ -149,6 +149,29 @@ class RunFolder:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
             return None
 
+    def read_status(self) -> dict:
+        """status.json (kept by the sweep executors), or {} when it is missing, not JSON or not a JSON object."""
+        try:
+            status = read_json(self.status) if self.status.is_file() else {}
+        except (ValueError, RecursionError, OSError):
+            return {}
+        return status if isinstance(status, dict) else {}
+
+    def state(self) -> tuple[str, str | None]:
+        """(state, last error line) as `sweep status` and a sweep's report show it: done (summary written), failed,
+        running, queued, interrupted (a status "done" without a summary, or "running" by a process on this host that
+        is gone: a dead local worker), pending (never started, or no readable status)."""
+        if self.is_complete():
+            return "done", None
+        status = self.read_status()
+        state = str(status.get("state", "pending"))
+        if state == "done":
+            state = "interrupted"
+        if state == "running" and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
+            if not _pid_alive(status.get("pid")):
+                state = "interrupted"
+        return state, status.get("error")
+
     def format_version(self) -> int:
         """The folder's layout version: `FORMAT` for folders with a provenance record, 1 before."""
         if not self.provenance.is_file():
@@ -250,3 +273,22 @@ class RunFolder:
 
     def figure(self, name: str) -> Path:
         return self.figures / name
+
+
+def _pid_alive(pid) -> bool:
+    """Whether a process with this id lives on this host (a missing or garbled id: no)."""
+    try:
+        pid = int(pid or 0)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OverflowError:
+        return False
+    return True

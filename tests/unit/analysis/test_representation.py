@@ -90,8 +90,23 @@ def test_effective_dimension_per_checkpoint():
     table = effective_dimension_over_training(checkpoints, PROC, LABELS, "hook_prompt", 0.5, image_shape=SHAPE)
     assert table["step"].tolist() == [0, 250]
     assert table["effective_dimension"].tolist() == pytest.approx([2.0, 4.0], abs=1e-6)
-    assert table["explained_variance"].tolist() == pytest.approx([1.0, 1.0])
+    assert table["explained_variance_top4"].tolist() == pytest.approx([1.0, 1.0])  # the geometry table's name
     assert table["features"].tolist() == [2, 4]
+
+
+def test_effective_dimension_over_training_feeds_its_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from conceptlab.report.composition_figures import plot_effective_dimension
+
+    checkpoints = [(0, micro_net()), (250, micro_net(SinusoidalEncoding(2, n_frequencies=1, period=32.0)))]
+    table = effective_dimension_over_training(checkpoints, PROC, LABELS, "hook_prompt", 0.5, image_shape=SHAPE)
+    fig = plot_effective_dimension(table)
+    twin = fig.axes[-1]
+    assert twin.get_ylabel() == "explained variance, top 4 PCs"
+    assert list(twin.lines[0].get_ydata()) == pytest.approx([1.0, 1.0])
+    matplotlib.pyplot.close(fig)
 
 
 def test_bad_input():

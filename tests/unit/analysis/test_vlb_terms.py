@@ -61,3 +61,10 @@ def test_the_authors_reconstruction_term_is_thousands_of_bits_at_their_initial_s
     expected = math.exp(-5.0) / (2e-6 * math.log(2)) - math.log2(1 / (1e-3 * math.sqrt(2 * math.pi)))
     assert float(metrics["recon_bpd"]) == pytest.approx(expected, rel=0.02)
     assert float(metrics["recon_bpd"]) > 100 * float(metrics["diffusion_bpd"])
+
+
+def test_a_gamma_not_logged_at_the_phase_end_is_none_not_nan():
+    """summary.json has no NaN: a γ(0) missing (NaN) at the end step reads None, as the docstring promises."""
+    log = log_of([10, 20, 30], [4800, 0.2, -3], [0.9, 0.8, 0.7], gamma_0=[-5, float("nan"), -12])
+    phase = reconstruction_phase(log)
+    assert phase["end"] == 20 and phase["gamma_0_at_end"] is None and phase["gamma_0_last"] == -12

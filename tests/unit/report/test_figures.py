@@ -202,3 +202,64 @@ def test_save_figure_writes_png_and_a_vector_pdf(tmp_path):
     assert (tmp_path / "figures" / "scores.pdf").read_bytes().startswith(b"%PDF")
     svg = save_figure(plot_intervention_scores(scores((0,)), 0.5), tmp_path / "s.png", vector=(".svg",))
     assert b"<svg" in svg.with_suffix(".svg").read_bytes()[:500]
+
+
+def test_loss_axis_is_logarithmic_only_when_every_loss_is_positive():
+    """A VDM's loss in bits per dimension goes below 0 (the Gaussian reconstruction term): a log axis would hide
+    the rest of training, so the axis turns symmetric-log and shows the lowest loss."""
+    from conceptlab.report.figures import plot_loss
+
+    steps = np.arange(0, 20000, 50)
+    loss = np.exp(-5 - 9 * steps / 20000) * 7.2e5 - 8.6 + 2.01  # from thousands down to about −5.9
+    fig = plot_loss(pd.DataFrame({"step": steps, "loss": loss}))
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    assert ax.get_yscale() != "log" and low <= loss.min() and high >= loss.max()
+    matplotlib.pyplot.close(fig)
+    positive = plot_loss(pd.DataFrame({"step": steps, "loss": np.linspace(1.0, 0.05, len(steps))}))
+    assert positive.axes[0].get_yscale() == "log"
+    matplotlib.pyplot.close(positive)
+
+
+def test_intervention_scores_draw_one_line_per_run_when_runs_share_a_seed():
+    """Two runs of seed 0 (another evaluation setting, say) are two lines in seed 0's style, never one line that
+    zig-zags between them; the title counts runs and seeds."""
+    both = pd.concat([scores((0, 1)).assign(run=lambda f: "r" + f["seed"].astype(str)),
+                      scores((0,)).assign(run="r0-other", score=0.05)], ignore_index=True)
+    fig = plot_intervention_scores(both, 0.5)
+    ax = fig.axes[0]
+    assert ax.get_title() == "held-out blue small (11), 3 runs of 2 seeds"
+    naive = [line for line in ax.lines if line.get_color() == "#000000" and len(line.get_xdata()) > 1]
+    assert len(naive) == 3
+    for line in naive:  # one point per step
+        steps = np.asarray(line.get_xdata())
+        assert len(steps) == len(set(steps.tolist())) == 4
+    assert len({(line.get_linestyle(), line.get_marker()) for line in naive}) == 2  # styled by seed
+    assert {"seed 0 (2 runs)", "seed 1"} <= set(legend_texts(fig))
+    matplotlib.pyplot.close(fig)
+
+
+def test_learning_time_plots_the_median_over_every_run_and_marks_a_median_not_reached():
+    """0.3: one run of three learned (at 100), 0.9: all three (400–500). The mean over the runs that learned would
+    put 0.3 (100) below 0.9 (450); the median over every run is not reached at 0.3: drawn hollow at the top."""
+    from conceptlab.analysis.concept_signal import learning_time_by_axis
+    from conceptlab.report.sweep_figures import plot_learning_time_vs_signal
+
+    long = pd.DataFrame({"run_id": list("abcdef"), "axis_value": [0.3] * 3 + [0.9] * 3, "concept": "color",
+                         "concept_signal": [5.0] * 3 + [15.0] * 3,
+                         "learning_time": [100.0, np.nan, np.nan, 400.0, 450.0, 500.0]})
+    fig = plot_learning_time_vs_signal(long, learning_time_by_axis(long), "data.color_separation")
+    left = fig.axes[0]
+    legend = [t.get_text() for t in left.get_legend().get_texts()]
+    assert any("median" in t for t in legend) and not any("mean" in t for t in legend)
+    assert any("median not reached" in t for t in legend)
+    at = {}  # axis value → (height, filled) of the median markers
+    for line in left.get_lines():
+        if line.get_marker() in ("o", "^") and line.get_linestyle() == "None":
+            for x, y in zip(line.get_xdata(), line.get_ydata()):
+                at[round(float(x), 3)] = (float(y), line.get_markerfacecolor() != "none")
+    assert at[0.9] == (450.0, True)
+    height, filled = at[0.3]
+    assert height > 450.0 and not filled  # above 0.9's, hollow: not reached
+    assert "learned earlier" not in fig.axes[1].get_title()  # a neutral title, whatever the data show
+    matplotlib.pyplot.close(fig)
