@@ -45,13 +45,16 @@ class AttributePrompt:
         return self.names.index(name)
 
     def encode(self, labels: Tensor, given: Sequence[str] | None = None) -> Tensor:
-        """Prompts [N, dim] of class labels [N, A] (attribute order of `names`); only `given` attributes (default
-        all) are written, the others are null."""
+        """Prompts [N, dim] of class labels [N, A] (attribute order of `names`; whole numbers of any dtype, a
+        fractional one is refused); only `given` attributes (default all) are written, the others are null."""
         if labels.dim() != 2 or labels.shape[1] != len(self.names):
             raise ValueError(f"labels must be [N, {len(self.names)}] for {list(self.names)}, got {tuple(labels.shape)}")
         sizes = torch.tensor(self.sizes)
         if bool(((labels < 0) | (labels >= sizes)).any()):
             raise ValueError(f"labels out of range; attribute sizes are {dict(zip(self.names, self.sizes))}")
+        fractional = labels[labels != labels.round()] if labels.is_floating_point() else labels[:0]
+        if fractional.numel():
+            raise ValueError(f"labels must be whole class indices, got {fractional[0].item():g}")
         keep = {self.index(n) for n in (self.names if given is None else given)}
         prompt = torch.full((labels.shape[0], self.dim), float(self.null_value))
         for i, block in enumerate(self.blocks):

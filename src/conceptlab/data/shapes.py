@@ -22,6 +22,7 @@ NOISE_STD = 0.001
 RADIUS_MEAN = 0.45
 RADIUS_FLOOR = 0.1
 BLUR_SIGMA = 1.0  # pixels
+MAX_JITTER = 4 / 3  # above it the size jitter (±3/8·Δs·jitter) passes Δs/2: large and small sizes overlap
 RENDER_PEAK = 4  # rendering N images holds about 4× their float32 bytes at its peak (mask, blur, noise: 3.6×)
 PROMPT_WIDTH = {"color": 3, "size": 1, "background": 1, "shape": 2}  # natural width of each concept's value
 PAPER11_SLICES = {"shape": slice(0, 2), "color": slice(4, 7), "size": slice(7, 8), "background": slice(8, 11)}
@@ -35,17 +36,31 @@ def binary_codes(n: int) -> list[str]:
     return [format(i, f"0{n}b") for i in range(2**n)]
 
 
+def code_as_string(code, width: int):
+    """A class code as a string: an int (YAML reads an unquoted 10 or 11 as one) is padded to `width` digits; a
+    string, or anything else, is returned as given (a string is never padded: "10" for three concepts is refused,
+    not read as 010; the loader keeps zero-led codes such as 010 as strings)."""
+    return format(code, f"0{width}d") if isinstance(code, int) and not isinstance(code, bool) else code
+
+
+def check_class_code(where: str, code: str, concepts: list[str]) -> None:
+    """Refuse (ValueError, one line naming `where`) a class code that is not one 0/1 digit per concept."""
+    n = len(concepts)
+    if not isinstance(code, str) or len(code) != n or set(code) - {"0", "1"}:
+        raise ValueError(f"{where}: {code!r} is not a class code: it must be {n} digits of 0/1 (one per concept "
+                         f"{concepts})")
+
+
 def codes_as_strings(data, fields: tuple[str, ...], default_width: int):
-    """A raw data section with the class codes of `fields` as strings: YAML reads a code such as 01 or 10 as an
-    int, turned back into one digit per concept (`concepts`' length, else `default_width`)."""
+    """A raw data section with the class codes of `fields` as strings (`code_as_string`): YAML reads a code such
+    as 10 or 11 as an int, turned back into one digit per concept (`concepts`' length, else `default_width`)."""
     if not isinstance(data, dict):
         return data
     width = len(data.get("concepts") or [None] * default_width)
     for name in fields:
         codes = data.get(name)
         if isinstance(codes, list):
-            data = {**data, name: [format(c, f"0{width}d") if isinstance(c, int) and not isinstance(c, bool) else c
-                                   for c in codes]}  # a boolean stays one, for validation to refuse
+            data = {**data, name: [code_as_string(c, width) for c in codes]}  # a boolean stays one, to be refused
     return data
 
 
@@ -63,12 +78,18 @@ class ShapesDataConfig(DataSection):
     color_separation: float = Field(0.4, ge=0.0, le=1.0, description="Δc: red/blue mean distance per channel")
     size_separation: float = Field(0.4, ge=0.0, le=0.7, description="Δs: large/small radius difference")
     background_separation: float = Field(0.4, ge=0.0, le=1.0, description="Δb: light/dark grey difference")
-    jitter: float = Field(1.0, ge=0.0, description="scale of the per-image concept jitter (1 = the paper's)")
+    jitter: float = Field(
+        1.0, ge=0.0, description="scale of the per-image concept jitter (1 = the paper's); at most "
+        "4/3, above which large and small sizes overlap (a size no longer tells its class)"
+    )
     train_classes: list[str] | None = Field(
-        None, description="class codes to train on; default: classes with at most one non-default concept"
+        None, description="class codes to train on (distinct, none of them held out); default: when "
+        "held_out_classes is set, every class not held out; when neither is set, the classes with at most one "
+        "non-default concept. The resolved list is in the run's data.json and summary.json (train_classes)"
     )
     held_out_classes: list[str] | None = Field(
-        None, description="class codes evaluated as out-of-distribution; default: all classes not trained on"
+        None, description="class codes never trained on, evaluated as out-of-distribution (distinct); default: "
+        "every class not trained on. Setting it alone trains on every other class, multi-concept ones included"
     )
     images_per_class: int = Field(2048, ge=1)
     image_size: int = Field(32, ge=8)
@@ -108,24 +129,32 @@ class ShapesDataConfig(DataSection):
                 raise ValueError(f"prompt_mask_fraction.{k} must be in [0, 1], got {f}")
         return v
 
+    @field_validator("jitter")
+    @classmethod
+    def _jitter_keeps_sizes_apart(cls, v: float) -> float:
+        if v > MAX_JITTER:
+            raise ValueError(f"jitter {v} is above 4/3: the size jitter (±3/8·Δs·jitter) would pass Δs/2, so "
+                             "large and small sizes overlap; use at most 4/3")
+        return v
+
     @model_validator(mode="after")
     def _classes_valid(self) -> "ShapesDataConfig":
-        n = len(self.concepts)
         for field in ("train_classes", "held_out_classes"):
             codes = getattr(self, field)
             if codes is None:
                 continue
             for code in codes:
-                if len(code) != n or set(code) - {"0", "1"}:
-                    raise ValueError(
-                        f"{field}: class code {code!r} must be {n} digits of 0/1 (one per concept {self.concepts})"
-                    )
-        train = set(self.resolved_train_classes())
-        if not train:
+                check_class_code(field, code, self.concepts)
+            twice = sorted({c for c in codes if codes.count(c) > 1})
+            if twice:
+                raise ValueError(f"{field}: class codes {twice} are listed more than once; list each class once")
+        if self.train_classes is not None and self.held_out_classes is not None:
+            both = sorted(set(self.train_classes) & set(self.held_out_classes))
+            if both:
+                raise ValueError(f"classes {both} are in both train_classes and held_out_classes; a class is "
+                                 "trained on or held out, not both")
+        if not self.resolved_train_classes():
             raise ValueError("the held-out set removes every training class: nothing left to train on")
-        held = set(self.resolved_held_out_classes())
-        if train & held:
-            raise ValueError(f"classes both trained on and held out: {sorted(train & held)}")
         for k in self.prompt_mask_fraction:
             if k not in self.concepts:
                 raise ValueError(f"prompt_mask_fraction names {k!r}, not one of concepts {self.concepts}")
@@ -135,11 +164,12 @@ class ShapesDataConfig(DataSection):
         return binary_codes(len(self.concepts))
 
     def resolved_train_classes(self) -> list[str]:
+        """`train_classes` as given; else every class not held out when `held_out_classes` is set; else the
+        classes with at most one non-default concept."""
         if self.train_classes is not None:
-            held = set(self.held_out_classes or [])
-            return [c for c in self.train_classes if c not in held]
-        held = set(self.held_out_classes or [])
+            return list(self.train_classes)
         if self.held_out_classes is not None:
+            held = set(self.held_out_classes)
             return [c for c in self.all_classes() if c not in held]
         return [c for c in self.all_classes() if c.count("1") <= 1]
 

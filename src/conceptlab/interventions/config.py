@@ -116,7 +116,10 @@ class InterventionsConfig(StrictConfig):
 
     added_fields = ("embedding_shift", "custom", "cpu_max_batch")
 
-    targets: list[str] | None = Field(None, description="class codes to elicit (default: the held-out classes)")
+    targets: list[str | int] | None = Field(
+        None, description="class codes to elicit (default: the held-out classes); an unquoted YAML number such as 11 "
+        "is padded to one digit per concept (011 for three concepts), a string is taken as written"
+    )
     naive: bool = True
     over_prompting: OverPromptingConfig | None = Field(default_factory=OverPromptingConfig)
     linear: LinearInterventionConfig | None = Field(
@@ -152,12 +155,6 @@ class InterventionsConfig(StrictConfig):
     custom: list[CustomInterventionConfig] = Field(
         default_factory=list, description="your own interventions, by import path"
     )
-
-    @field_validator("targets", mode="before")
-    @classmethod
-    def _codes_as_strings(cls, v):
-        """YAML reads a code such as 11 as an int; RunConfig pads it to one digit per concept."""
-        return [str(c) if isinstance(c, int) and not isinstance(c, bool) else c for c in v] if isinstance(v, list) else v
 
     @model_validator(mode="after")
     def _distinct_custom_names(self) -> "InterventionsConfig":

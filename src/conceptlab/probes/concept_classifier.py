@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from torch import Tensor
 
 from conceptlab.config_base import StrictConfig, config_hash
+from conceptlab.data.labelled import unit_float
 from conceptlab.data.shapes import ATTRIBUTES, RENDER_PEAK, sample_scene, seeded_generator
 from conceptlab.models.footprint import module_peak
 from conceptlab.probes.trunk import PooledConvClassifier
@@ -219,13 +220,14 @@ def train_probe(
 
 # -- reading and scoring --------------------------------------------------------------------------------------------
 def read_concepts(probe: ConceptProbe, images: Tensor, batch_size: int = READ_BATCH) -> ConceptReading:
-    """Read validity and every concept from images [N, 3, S, S] in [0, 1] (results on the CPU)."""
+    """Read validity and every concept from images [N, 3, S, S] in [0, 1], or uint8 0..255 (divided by 255; results
+    on the CPU)."""
     probe.eval()
     device = next(probe.parameters()).device
     parts: dict[str, list[Tensor]] = {name: [] for name in probe.heads}
     with torch.inference_mode():
         for i in range(0, images.shape[0], batch_size):
-            for name, logits in probe(images[i : i + batch_size].to(device, torch.float32)).items():
+            for name, logits in probe(unit_float(images[i : i + batch_size]).to(device, torch.float32)).items():
                 parts[name].append(logits.softmax(1)[:, 1].cpu())
     p = {name: torch.cat(chunks) if chunks else torch.zeros(0) for name, chunks in parts.items()}
     p_valid = p.pop("valid")

@@ -24,9 +24,11 @@ import numpy as np
 import pandas as pd
 import torch
 from pydantic import Field
+from rich.console import Console
+from rich.markup import escape
 
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
-from conceptlab.data.shapes import RENDER_PEAK, ShapesDataConfig, ShapesDGP
+from conceptlab.data.shapes import RENDER_PEAK, ShapesDataConfig, ShapesDGP, check_class_code, code_as_string
 from conceptlab.interventions.config import InterventionsConfig
 from conceptlab.probes.concept_classifier import ProbeConfig, load_or_train_probe, probe_memory
 from conceptlab.store.files import read_tensors
@@ -53,6 +55,7 @@ from conceptlab.train.precision import autocast, resolve_bf16
 
 DIRECTORY = "eval"  # per checkpoint: eval/step_XXXXXXX.parquet
 SAMPLES_FILE = "samples.safetensors"
+PROBE_MAX_JITTER = 1.0  # the concept probe trains on jitter 0..1 of the DGP's (probes.concept_classifier.valid_images)
 
 
 def _check_interventions(cfg) -> None:
@@ -72,20 +75,38 @@ def _check_interventions(cfg) -> None:
         for c in values:
             if c not in concepts:
                 raise ValueError(f"eval.interventions.{where} names {c!r}, not one of data.concepts {concepts}")
-    classes = cfg.data.all_classes()
-    if iv.targets is not None:
-        padded = [c.zfill(len(concepts)) if c.isdigit() else c for c in iv.targets]
+    if iv.targets is not None:  # an int (YAML's reading of an unquoted 11) padded, a string taken as written
+        padded = [code_as_string(c, len(concepts)) for c in iv.targets]
         if padded != iv.targets:
             iv.targets = padded
-    for code in iv.targets or []:
-        if code not in classes:
-            raise ValueError(f"eval.interventions.targets: {code!r} is not a class code; classes are {classes}")
+        for code in iv.targets:
+            check_class_code("eval.interventions.targets", code, concepts)
     if iv.targets is None and not cfg.data.resolved_held_out_classes():
         raise ValueError("eval.interventions has no targets: no class is held out; set eval.interventions.targets")
     if iv.cfg is not None and cfg.diffusion.cfg_dropout <= 0:
         raise ValueError("eval.interventions.cfg needs a model trained with label dropout: diffusion.cfg_dropout > 0")
     if not (iv.naive or iv.over_prompting or iv.linear or iv.embedding_shift or iv.patching or iv.cfg or iv.custom):
         raise ValueError("eval.interventions enables no intervention")
+
+
+def probe_range_warnings(cfg) -> list[str]:
+    """One line for each way the run's data lie outside what the concept probe was trained on: a concept's
+    separation outside [eval.probe.separation_min, separation_max], or data.jitter above the probe's 1. Its readings
+    there are extrapolations (at Δ near 0 a class's exact mean may read as either value); a warning, not an error:
+    shipped sweeps go there on purpose (concept-signal-sweep-paper's Δc 0.05 and 0.85–1)."""
+    d, probe = cfg.data, cfg.eval.probe
+    lo, hi = probe.separation_min, probe.separation_max
+    out = []
+    for concept in d.concepts:
+        key = f"{concept}_separation"
+        value = getattr(d, key, None)  # shape has no separation
+        if value is not None and not lo <= value <= hi:
+            out.append(f"data.{key}={value} lies outside [{lo}, {hi}], the separations the concept probe was "
+                       f"trained on (eval.probe.separation_min/max): its {concept} readings there are extrapolated")
+    if d.jitter > PROBE_MAX_JITTER:
+        out.append(f"data.jitter={d.jitter} is above {PROBE_MAX_JITTER}, the largest jitter the concept probe was "
+                   "trained on: generations near the class boundary may be misread")
+    return out
 
 
 def run_figures(cfg, run: RunFolder, table: pd.DataFrame, times: pd.DataFrame | None = None,
@@ -211,12 +232,16 @@ class ConceptSpaceStudy(StudyBase):
         return ShapesDGP(cfg)
 
     def check(self, cfg, dgp, model) -> None:
+        """The intervention sites and prompt variants; a warning on stderr where the data lie outside what the
+        concept probe was trained on (`probe_range_warnings`)."""
         check_sites(cfg, model)
         check_prompt_variants(cfg, dgp, model)
+        for line in probe_range_warnings(cfg):
+            Console(stderr=True).print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
     def headline(self, cfg, dgp: ShapesDGP) -> str:
         held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"
-        return f"{len(dgp.train_classes)} training classes, held out {held}"
+        return f"{len(dgp.train_classes)} training classes ({', '.join(dgp.train_classes)}), held out {held}"
 
     def memory_needs(self, cfg) -> MemoryNeeds:
         """The training data (`data_bytes`) and the probe (`probe_bytes`), counted whether or not it is cached

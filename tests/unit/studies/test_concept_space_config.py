@@ -1,0 +1,50 @@
+"""The shapes study's config checks: intervention targets (an int padded, a string taken as written), the warning
+where the data lie outside what the concept probe was trained on, and the headline's training classes."""
+
+import pytest
+
+from conceptlab.data.shapes import ShapesDGP
+from conceptlab.experiments.loading import ConfigError, load_config, preset_names
+from conceptlab.experiments.runner import prepare_run
+from conceptlab.studies import concept_space
+
+THREE = "data.concepts=[color, size, background]"
+
+
+def test_an_int_target_is_padded_to_one_digit_per_concept():
+    cfg = load_config("hidden-emergence-tiny", [THREE, "eval.interventions.targets=[11, 101]"])
+    assert cfg.eval.interventions.targets == ["011", "101"]
+    again = load_config("hidden-emergence-tiny", ["eval.interventions.targets=[11]"])  # two concepts: as written
+    assert again.eval.interventions.targets == ["11"]
+
+
+@pytest.mark.parametrize("target", ['"10"', '"11"', "01", "1010"])
+def test_a_target_string_of_the_wrong_length_is_refused_as_data_refuses_it(target):
+    """A string is never padded: "10" for three concepts would otherwise become 010, a training class."""
+    with pytest.raises(ConfigError, match=r"eval\.interventions\.targets: '\d+' is not a class code: it must "
+                                          r"be 3 digits of 0/1 \(one per concept") as err:
+        load_config("hidden-emergence-tiny", [THREE, f"eval.interventions.targets=[{target}]"])
+    assert "\n" not in str(err.value)
+
+
+def test_every_shipped_shapes_preset_keeps_within_the_probe_range():
+    shapes = [p for p in preset_names() if load_config(p).data.kind == "shapes"]
+    assert shapes and all(concept_space.probe_range_warnings(load_config(p)) == [] for p in shapes)
+
+
+def test_data_outside_the_probe_range_is_warned_of(capsys):
+    cfg = load_config("micro", ["data.size_separation=0.02"])
+    (line,) = concept_space.probe_range_warnings(cfg)
+    assert "data.size_separation=0.02 lies outside [0.1, 0.8]" in line and "size readings" in line
+    both = load_config("micro", ["data.color_separation=0.9", "data.jitter=1.2"])
+    assert len(concept_space.probe_range_warnings(both)) == 2
+    prepare_run(cfg)  # the checks before training (and --dry-run) print it
+    assert "warning: data.size_separation=0.02 lies outside" in capsys.readouterr().err
+    prepare_run(load_config("micro"))
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_headline_names_the_training_classes():
+    cfg = load_config("micro", [THREE, "data.held_out_classes=[111]"])
+    line = concept_space.STUDY.headline(cfg, ShapesDGP(cfg.data))
+    assert line.startswith("7 training classes (000, 001, 010, 011, 100, 101, 110), held out 111")
