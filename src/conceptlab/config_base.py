@@ -82,8 +82,12 @@ class DataSection(StrictConfig):
     """Base of every `data` section: `kind` names the data-generating process (and so the study that evaluates it).
 
     A data section also has `null_value` (the prompt value of a dropped label, used by classifier-free-guidance
-    dropout in training) and `data_seed`; each data kind sets their defaults.
+    dropout in training) and `data_seed`; each data kind sets their defaults. `labels_survive_hflip` says whether an
+    image flipped left to right still shows what its prompt and labels say (true for faces; false where they hold an x
+    position or an orientation): `train.hflip` is refused for a kind that does not say so, a plug-in's included.
     """
+
+    labels_survive_hflip: ClassVar[bool] = False
 
     kind: str
 

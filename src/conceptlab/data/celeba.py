@@ -36,7 +36,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -65,6 +65,8 @@ SIGNAL_DEFINITION = ("L2 norm of the mean difference between the mean images of 
 
 class CelebADataConfig(DataSection):
     """The `celeba` data process: real faces, binary attributes as concepts (see the module docstring)."""
+
+    labels_survive_hflip: ClassVar[bool] = True  # a mirrored face keeps its attributes (the authors' loader flips)
 
     kind: Literal["celeba"] = "celeba"
     root: str | None = Field(None, description=f"CelebA folder (list_attr_celeba.txt, img_align_celeba/); default "
@@ -278,6 +280,8 @@ class CelebADGP:
         codes = self.attributes.values[:, columns]
         self.code_of = np.array(["".join(map(str, row)) for row in codes]) if len(codes) else np.array([], str)
         self.in_training, self.partition = read_partition(self.root, self.attributes.ids)
+        # which images are in training: what a model trained on this data's partition (the face probe) is keyed by
+        self.partition_key = hashlib.sha256(np.packbits(self.in_training).tobytes()).hexdigest()[:16]
         self.key = hashlib.sha256(repr((CACHE_VERSION, str(self.root.resolve()), cfg.images_dir,
                                         self.attributes.sha256, cfg.image_size, cfg.crop)).encode()).hexdigest()[:16]
         self.train_ids = self._training_ids()

@@ -182,6 +182,10 @@ class RunConfig(StrictConfig):
             for section in sorted(other.exclusive_sections):
                 if getattr(self.eval, section, None) is not None:
                     raise ValueError(f"eval.{section} needs data.kind={other.kind}, but data.kind is {kind}")
+        if self.train.hflip > 0 and not type(self.data).labels_survive_hflip:
+            raise ValueError(f"train.hflip={self.train.hflip:g} flips training images left to right, but the labels of "
+                             f"data.kind={kind} do not survive a flip (a position or an orientation would no longer "
+                             f"match the image): set train.hflip=0")
         study.complete_config(self)
         return self
 

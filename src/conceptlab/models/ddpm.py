@@ -12,6 +12,8 @@ i.e. mean √ᾱ_{k−1} β_k/(1−ᾱ_k) x̂ + √α_k (1−ᾱ_{k−1})/(1−�
 c σ_s² = β̃_k = β_k (1−ᾱ_{k−1})/(1−ᾱ_k): Ho et al.'s ancestral step with σ_k² = β̃_k.
 With `steps = T` the sampler is exactly that chain; with `steps` dividing T it is
 the strided chain over every (T/steps)-th step (the same formula on the subsequence).
+Other step counts would query the network between grid points, at steps k it never
+trained on: `check_sample_steps` refuses them, and the samplers call it.
 
 Training: k uniform on {1..T}, loss = mean ‖ε − ε̂(z_k, k/T, prompt)‖² (Ho's
 "simple" loss); the network output is ε̂ itself (no residual, like `CosineDiffusion`).
@@ -76,6 +78,12 @@ class DDPM(DiffusionProcess):
     def time_of_step(self, k: Tensor | int) -> Tensor:
         """t = k / T."""
         return torch.as_tensor(k, dtype=torch.float32, device=self.betas.device) / self.steps
+
+    def check_sample_steps(self, steps: int) -> None:
+        """ValueError unless `steps` divides T, so every time a sampler visits is a step k the network trained on."""
+        if steps < 1 or self.steps % steps:
+            raise ValueError(f"ddpm: sample steps ({steps}) must divide the chain's T = {self.steps} steps "
+                             f"(diffusion.ddpm_steps); other grids query the network at steps it never trained on")
 
     def step_of_time(self, t: Tensor) -> Tensor:
         """The nearest discrete step k = round(t·T) (long)."""

@@ -53,6 +53,10 @@ class DiffusionProcess(nn.Module):
     def logsnr(self, t: Tensor) -> Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def check_sample_steps(self, steps: int) -> None:
+        """ValueError unless a sampler may walk this process on the uniform grid of `steps` steps from t = 1 to 0:
+        any number here (continuous time); a discrete chain (`models.ddpm.DDPM`) asks for its own grid."""
+
     def alpha_sigma(self, t: Tensor) -> tuple[Tensor, Tensor]:
         lam = self.logsnr(t)
         return torch.sigmoid(lam).sqrt(), torch.sigmoid(-lam).sqrt()

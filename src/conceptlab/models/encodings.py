@@ -15,7 +15,10 @@ sin(2π u / w_f) and cos(2π u / w_f). Layout: coordinate by coordinate, each bl
 - Explicit `wavelengths` override both rules.
 - **Null prompt** (classifier-free guidance): rows whose entries all equal
   `null_value` map to the zero vector, which no label reaches (every sin/cos pair
-  has norm 1), so "no label" stays distinct from every coordinate.
+  has norm 1), so "no label" stays distinct from every coordinate. The rows are
+  told on the prompt as given (`raw`): the UNet encodes its shifted and scaled
+  prompt, on which the null value would have moved (and, on a torus, could land
+  on a label's code).
 
 It holds no parameters (the wavelengths are a non-persistent buffer); `out_dim`
 tells the UNet the width its concept embedders read.
@@ -83,9 +86,13 @@ class SinusoidalEncoding(nn.Module):
         self.out_dim = dim * 2 * self.n_frequencies + (dim if include_raw else 0)
         self.register_buffer("angular", (2 * math.pi / w).float(), persistent=False)  # [F] radians per label unit
 
-    def forward(self, coords: Tensor) -> Tensor:
+    def forward(self, coords: Tensor, raw: Tensor | None = None) -> Tensor:
+        """Features of `coords`; a row is null where `raw` (the prompt `coords` were normalised from; default
+        `coords` itself) holds `null_value` in every entry."""
         if coords.ndim != 2 or coords.shape[1] != self.dim:
             raise ValueError(f"expected coordinates [B, {self.dim}], got shape {tuple(coords.shape)}")
+        if raw is not None and raw.shape != coords.shape:
+            raise ValueError(f"raw prompt of shape {tuple(raw.shape)} for coordinates {tuple(coords.shape)}")
         u = coords.float()
         if self.period is not None:
             u = torch.remainder(u, self.period)  # exact periodicity despite float32 phases of large u
@@ -94,7 +101,7 @@ class SinusoidalEncoding(nn.Module):
         if self.include_raw:
             feats = torch.cat([feats, u], dim=1)
         if self.null_value is not None:
-            null = (coords == self.null_value).all(dim=1, keepdim=True)
+            null = ((coords if raw is None else raw) == self.null_value).all(dim=1, keepdim=True)
             feats = torch.where(null, torch.zeros_like(feats), feats)
         return feats
 

@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from conceptlab.models.diffusion import Network
-from conceptlab.models.sampling import ancestral_step, guided_output
+from conceptlab.models.sampling import ancestral_step, check_sample_steps, guided_output
 
 Denoiser = Callable[[Tensor, Tensor, Tensor], Tensor]  # (z [M, ...], t [M], prompt [M, P]) → x̂_0 [M, ...]
 
@@ -109,6 +109,7 @@ def iter_forks(
     if prompt.dim() != 2:
         raise ValueError(f"prompt must be [roots, P], got {tuple(prompt.shape)}")
     fork_taus = check_taus(taus)
+    check_sample_steps(process, steps)
     grid = time_grid(steps, fork_taus)
     roots, device = prompt.shape[0], prompt.device
     z = torch.randn((roots, *image_shape), generator=generator, device=device)

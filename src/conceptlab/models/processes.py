@@ -70,6 +70,10 @@ class DiffusionConfig(StrictConfig):
             if getattr(self, key) != type(self).model_fields[key].default and self.process != "vdm":
                 raise ValueError(f"diffusion.{key}={getattr(self, key)} works with diffusion.process=vdm only "
                                  f"(it reads the VDM's γ), but diffusion.process is {self.process}")
+        if self.label_dropout > 0 and self.process != "ve":
+            raise ValueError(f"diffusion.label_dropout={self.label_dropout:g} works with diffusion.process=ve only "
+                             f"(the VE loss drops attribute blocks), but diffusion.process is {self.process}; to drop "
+                             "whole prompts use diffusion.cfg_dropout")
         if guidance_offset(self.guidance_scale, self.guidance_convention) != 0.0 and self.cfg_dropout <= 0:
             raise ValueError(
                 f"diffusion.guidance_scale={self.guidance_scale:g} under diffusion.guidance_convention="

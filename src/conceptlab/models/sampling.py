@@ -51,6 +51,16 @@ def draw_noise(shape: tuple[int, ...], generator: torch.Generator | NoiseStreams
     return torch.randn(shape, generator=generator, device=device, dtype=dtype)
 
 
+def check_sample_steps(process, steps: int) -> None:
+    """ValueError unless `steps` ≥ 1 and the process can be sampled on a uniform grid of that many steps (its
+    `check_sample_steps`, where it has one: a DDPM asks that they divide its T); every sampler's grid is checked."""
+    if steps < 1:
+        raise ValueError(f"steps must be ≥ 1, got {steps}")
+    check = getattr(process, "check_sample_steps", None)
+    if check is not None:
+        check(steps)
+
+
 @dataclass
 class SamplerStep:
     step: int
@@ -114,8 +124,7 @@ def iter_ancestral(
     clip_denoised: bool = True,
 ) -> Iterator[SamplerStep]:
     """Yield every step of ancestral sampling for a batch of prompts (one image per prompt)."""
-    if steps < 1:
-        raise ValueError(f"steps must be ≥ 1, got {steps}")
+    check_sample_steps(process, steps)
     n = prompt.shape[0]
     device = prompt.device
     z = draw_noise((n, *image_shape), generator, device=device)

@@ -7,9 +7,9 @@ labelled images per class from the training partition (each epoch with the autho
 0.1 and random horizontal flips, `train.augment`) and
 `eval.probe.invalid_images` blank / noise images (`probes.concept_classifier.invalid_images`) labelled invalid,
 then tested on images outside the training partition: per concept, per class and validity accuracy. `load_or_train_
-face_probe` caches it by the probe config, the data's files, size and crop, and checks `eval.probe.min_accuracy`
-(the worst of the concepts' test accuracy and validity; CelebA's own labels are not perfect, so presets ask less
-than the synthetic probe's 0.99). `eval.probe.separation_min/max` have no meaning here.
+face_probe` caches it by the probe config, the data's files, size, crop and train/test partition, and checks
+`eval.probe.min_accuracy` (the worst of the concepts' test accuracy and validity; CelebA's own labels are not
+perfect, so presets ask less than the synthetic probe's 0.99). `eval.probe.separation_min/max` have no meaning here.
 """
 
 from __future__ import annotations
@@ -140,13 +140,15 @@ def train_face_probe(cfg: ProbeConfig, dgp, progress: bool = False) -> tuple[Fac
 
 
 def face_probe_key(cfg: ProbeConfig, dgp) -> str:
+    """The cache key of the face probe: its config, the concepts, the data's files, size and crop (`dgp.key`) and
+    the train/test partition (`dgp.partition_key`), so a cached probe is never tested on images it trained on."""
     return config_hash({"probe": cfg.model_dump(), "concepts": list(dgp.concepts), "data": dgp.key,
-                        "version": FACE_PROBE_VERSION})
+                        "partition": dgp.partition_key, "version": FACE_PROBE_VERSION})
 
 
 def load_or_train_face_probe(cfg: ProbeConfig, dgp, cache_dir: Path | None = None,
                              progress: bool = False) -> tuple[FaceProbe, dict]:
-    """The face probe of (cfg, the data's files and size): from the cache, else trained, checked against
+    """The face probe of (cfg, the data's files, size and partition): from the cache, else trained, checked against
     `cfg.min_accuracy` (ProbeAccuracyError below it) and cached; the report says `source`: cache or trained."""
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = face_probe_key(cfg, dgp)

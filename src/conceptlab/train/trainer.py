@@ -14,7 +14,8 @@ done, so a kill in between repeats the step on resume instead of losing its
 line (the driver drops log lines past the resumed step: none is doubled).
 
 A non-finite loss or gradient stops training with `TrainingDiverged` naming the step, before the optimizer
-applies it; weights are checked again before every checkpoint, so the checkpoints on disk are the finite ones.
+applies it (`train_step` does not step, and the EMA is not updated: the model and its EMA keep the weights of the
+step before); weights are checked again before every checkpoint, so the checkpoints on disk are the finite ones.
 """
 
 from __future__ import annotations
@@ -46,7 +47,12 @@ from conceptlab.train.checkpoints import (
 
 
 class TrainingDiverged(RuntimeError):
-    """Training met a non-finite loss, gradient or weight; the message names the step (one line)."""
+    """Training met a non-finite loss, gradient or weight; the message names the step (one line). `what` is the
+    part that says what was not finite (e.g. "the loss is nan")."""
+
+    def __init__(self, message: str, what: str = ""):
+        super().__init__(message)
+        self.what = what or message
 
 
 @dataclass
@@ -137,17 +143,17 @@ def iter_training(
             drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
             prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
         images = color_jitter(hflip(images, cfg.hflip, generator), cfg.color_jitter, generator)
-        loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, device, cfg.grad_clip)
+        try:  # a non-finite loss or gradient: no step taken, so no EMA update and no checkpoint of it either
+            loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, device,
+                                                  cfg.grad_clip)
+        except TrainingDiverged as err:
+            raise TrainingDiverged(_diverged(step, err.what, last_saved), err.what) from None
         if ema is not None:
             ema.update(model, step)
         floats = {k: float(v) for k, v in metrics.items()}
         if grad_norm is not None:
             floats["grad_norm"] = float(grad_norm)
         loss_value = float(loss.detach())
-        norm = floats["grad_norm"] if grad_norm is not None else _grad_norm(model)
-        if not math.isfinite(loss_value) or not math.isfinite(norm):  # stop before this step's checkpoint is saved
-            what = f"the loss is {loss_value}" if not math.isfinite(loss_value) else f"the gradient norm is {norm}"
-            raise TrainingDiverged(_diverged(step, what, last_saved))
         record = TrainRecord(step, loss_value, floats, time.perf_counter() - began,
                              extra={"lr": optimizer.param_groups[0]["lr"]})
         if step in schedule:
@@ -186,22 +192,30 @@ def train_step(
 ) -> tuple[Tensor, dict[str, Tensor], Tensor | None]:
     """One optimisation step as `iter_training` takes it: the model's loss on a batch of [0, 1] images under bf16
     autocast (when `bf16`), backward, the global grad-norm clip (when `grad_clip`), the optimizer's step.
-    Returns (loss, metrics, the gradient norm before clipping or None). Also what `bench/train_step.py` times."""
+    Returns (loss, metrics, the gradient norm before clipping or None). Also what `bench/train_step.py` times.
+    When the loss or the gradient norm is not finite the optimizer does not step (the weights stay as they were)
+    and `TrainingDiverged` says which; checking costs one scalar read per step."""
     with autocast(bf16, device):
         loss, metrics = model.loss(images.to(device), prompts.to(device), noise)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip) if grad_clip is not None else None
+    norm = grad_norm if grad_norm is not None else _grad_norm(model)
+    if not bool(torch.isfinite(loss.detach()) & torch.isfinite(norm)):
+        loss_value = float(loss.detach())
+        what = f"the loss is {loss_value}" if not math.isfinite(loss_value) else f"the gradient norm is {float(norm)}"
+        raise TrainingDiverged(f"training step not taken: {what}", what)
     optimizer.step()
     return loss, metrics, grad_norm
 
 
-def _grad_norm(model: nn.Module) -> float:
-    """The global L2 norm of the gradients (what clipping measures), for runs without clipping; read only."""
+def _grad_norm(model: nn.Module) -> Tensor:
+    """The global L2 norm of the gradients (what clipping measures; a 0-d tensor), for runs without clipping; read
+    only."""
     grads = [p.grad.detach() for p in model.parameters() if p.grad is not None]
     if not grads:
-        return 0.0
-    return float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads])))
+        return torch.zeros(())
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g.float()) for g in grads]))
 
 
 def _first_non_finite(model: nn.Module) -> str | None:

@@ -46,3 +46,17 @@ def test_variance_exploding_process_is_selectable():
     assert torch.isfinite(loss)
     with pytest.raises(ConfigError, match="x prediction is implemented for process ve only"):
         load_config("micro", ["diffusion.prediction=x"])
+
+
+@pytest.mark.parametrize("process, prediction", [("vdm", "eps"), ("ddpm", "eps"), ("cosine", "v")])
+def test_label_dropout_is_refused_for_processes_that_would_ignore_it(process, prediction):
+    with pytest.raises(ValueError, match=f"diffusion.label_dropout=0.5 works with diffusion.process=ve only.*"
+                                         f"diffusion.process is {process}"):
+        DiffusionConfig(process=process, prediction=prediction, label_dropout=0.5)
+    with pytest.raises(ConfigError) as err:
+        load_config("micro", [f"diffusion.process={process}", f"diffusion.prediction={prediction}",
+                              "diffusion.sample_steps=5", "diffusion.label_dropout=0.5"])
+    assert "label_dropout" in str(err.value) and "\n" not in str(err.value)
+    DiffusionConfig(process=process, prediction=prediction, label_dropout=0.0)  # off: accepted
+    assert build_model(ModelConfig(**SMALL), DiffusionConfig(process="ve", label_dropout=0.5), 2, 8).process \
+        .label_dropout == 0.5

@@ -170,3 +170,28 @@ def test_bad_input():
         build_ddpm(10, "linear", 0.02, 1e-4)
     with pytest.raises(ValueError, match="dropout"):
         drop_labels(torch.zeros(2, 2), 1.5)
+
+
+def test_sample_steps_that_do_not_divide_T_are_refused_wherever_a_grid_is_built():
+    from conceptlab.models.diffusion_model import build_model
+    from conceptlab.models.forking import fork_sample, network_denoiser
+    from conceptlab.models.processes import DiffusionConfig
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(widths=[8], blocks_per_level=1, norm_groups=4, mid_attention=False),
+                        DiffusionConfig(process="ddpm", ddpm_steps=100, sample_steps=10), 2, 4, 1).eval()
+    queried = []
+    forward = model.net.forward
+    model.net.forward = lambda z, t, p: (queried.append(float(t[0]) * 100), forward(z, t, p))[1]
+    with pytest.raises(ValueError, match=r"sample steps \(7\) must divide the chain's T = 100 steps"):
+        model.sample(torch.zeros(1, 2), steps=7, generator=torch.Generator().manual_seed(0))
+    assert not queried  # refused before the network is asked anything
+    out = model.sample(torch.zeros(1, 2), steps=10, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (1, 1, 4, 4)
+    assert queried == pytest.approx([100.0 - 10 * i for i in range(10)])  # k = 100, 90, …, 10: trained steps
+    with pytest.raises(ValueError, match=r"sample steps \(7\)"):
+        ancestral_sample(model.process, model.net, torch.zeros(1, 2), (1, 4, 4), 7)
+    with pytest.raises(ValueError, match=r"sample steps \(7\)"):
+        fork_sample(model.process, network_denoiser(model.process, model.net), torch.zeros(1, 2), (1, 4, 4), 0.5, 2,
+                    steps=7)
+    model.process.check_sample_steps(25)  # divisors of T pass

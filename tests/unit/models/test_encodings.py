@@ -90,3 +90,25 @@ def test_unet_default_is_unchanged_and_encoder_feeds_the_concept_embedders():
     assert torch.allclose(out[0], out[1], atol=1e-5)
     shared = ConceptUNet(ModelConfig(**TINY, concept_embedder="shared"), 2, 1, prompt_encoder=enc)
     assert shared.concept_embedder[0].in_features == enc.out_dim
+
+
+@pytest.mark.parametrize("period", [None, 32.0])
+def test_null_rows_are_told_on_the_prompt_before_the_unets_shift_and_scale(period):
+    from conceptlab.models.diffusion_model import build_network
+
+    cfg = ModelConfig(**TINY, prompt_encoding="sinusoidal", prompt_frequencies=2, prompt_period=period,
+                      prompt_shift=0.5, prompt_scale=2.0)
+    net = build_network(cfg, prompt_dim=2, channels=1, null_value=-1.0)
+    null = torch.full((3, 2), -1.0)
+    assert torch.equal(net.normalised_prompt(null), torch.zeros(3, net.prompt_encoder.out_dim))
+    # real labels read exactly as before: the encoding of the shifted, scaled prompt; (0, 0) normalises to the null
+    # value (−1, −1) but is a label, and (−1, 3) holds the null value in one entry only
+    labels = torch.tensor([[0.0, 0.0], [31.0, 31.0], [-1.0, 3.0], [7.5, 12.0]])
+    plain = SinusoidalEncoding(2, n_frequencies=2, period=period)  # no null value: the encoding of every row
+    assert torch.equal(net.normalised_prompt(labels), plain((labels - 0.5) * 2.0))
+    assert (net.normalised_prompt(labels).abs().sum(1) > 0).all()
+
+
+def test_a_raw_prompt_of_another_shape_is_refused():
+    with pytest.raises(ValueError, match="raw prompt"):
+        SinusoidalEncoding(2, null_value=-1.0)(torch.zeros(3, 2), raw=torch.zeros(2, 2))

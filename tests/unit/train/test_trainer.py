@@ -147,3 +147,41 @@ def test_color_jitter_reaches_the_training_step_and_needs_rgb(tmp_path, drawn_ba
     grey_data = TrainingData(torch.rand(4, 1, 8, 8), torch.rand(4, 2), null_value=0.0)
     with pytest.raises(ValueError, match="RGB"):
         list(iter_training(_model(), grey_data, _cfg(color_jitter=0.1, steps=8), tmp_path / "g", tmp_path / "g.st"))
+
+
+@pytest.mark.parametrize("grad_clip", [0.01, None])
+def test_a_non_finite_step_is_not_applied_to_the_weights_or_the_ema(tmp_path, monkeypatch, grad_clip):
+    """NaN in the data at step 3: TrainingDiverged, and the model and its EMA hold the weights of step 2."""
+    import conceptlab.train.trainer as trainer
+
+    emas = []
+
+    class RecordedEMA(trainer.EMA):
+        def __init__(self, *args):
+            super().__init__(*args)
+            emas.append(self)
+
+    monkeypatch.setattr(trainer, "EMA", RecordedEMA)
+    model, data = _model(), _data()
+    kept = None
+    with pytest.raises(trainer.TrainingDiverged, match="step 3: the loss is nan; the last checkpoint, step 2"):
+        for record in iter_training(model, data, _cfg(grad_clip=grad_clip, checkpoint_steps=[2, 4]),
+                                    tmp_path / "ckpt", tmp_path / "state.safetensors"):
+            if record.step == 2:
+                kept = ({k: v.clone() for k, v in model.state_dict().items()},
+                        {k: v.clone() for k, v in emas[0].model.state_dict().items()})
+                data.images[:] = float("nan")  # every image the next step draws
+    assert kept is not None
+    for now, before in ((model.state_dict(), kept[0]), (emas[0].model.state_dict(), kept[1])):
+        assert now.keys() == before.keys() and all(torch.equal(now[k], before[k]) for k in now)
+
+
+def test_train_step_refuses_to_step_on_a_non_finite_loss():
+    from conceptlab.train.trainer import TrainingDiverged, build_optimizer, train_step
+
+    model = _model()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    images = torch.full((4, 3, 8, 8), float("nan"))
+    with pytest.raises(TrainingDiverged, match="training step not taken: the loss is nan"):
+        train_step(model, build_optimizer(model, _cfg()), images, torch.rand(4, 2), None, False, "cpu", None)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
