@@ -160,7 +160,7 @@ def test_the_median_absolute_deviation_over_seeds_tolerates_censoring_under_half
     inf = math.inf
     assert over_seeds_statistic([6000, 6000, 7000, 6000, 5000]) == 0.0  # deviations 0, 0, 1000, 0, 1000
     assert over_seeds_statistic([5000, 7000, 9000, 11000, 13000]) == 2000.0
-    assert over_seeds_statistic([5000, 7000, 9000, inf, inf]) == 4000.0  # two of five censored: still decided
+    assert over_seeds_statistic([5000, 7000, 9000, inf, inf]) == 4000.0  # two of five censored: at infinity
     assert over_seeds_statistic([5000, 7000, inf, inf, inf]) is None  # the median itself censored: undefined
     assert over_seeds_statistic([5000, inf, inf]) is None
     assert over_seeds_statistic([5000, 6000]) is None  # fewer than three seeds
@@ -176,7 +176,7 @@ def test_a_criterion_over_the_seeds_is_decided_once_and_every_seed_carries_its_o
     behavior = {100: 7000, 101: None, 102: 12000, 103: 9000, 104: 8000}  # None: never (censored high)
     r = evaluate_over_seeds(capability, behavior, "less", margin=1, censored="high", control_censored="high")
     assert r["statistic"] == {"name": "median_absolute_deviation", "value": 0.0, "control": 2000.0,
-                              "difference": 2000.0}
+                              "difference": 2000.0, "value_range": [0.0, 0.0], "control_range": [2000.0, 2000.0]}
     assert (r["passed"], r["of"], r["verdict"]) == (1, 1, "reproduced")
     assert [s["passed"] for s in r["seeds"]] == [True] * 5 and r["seeds"][0]["note"] == "over the seeds"
     assert r["seeds"][1]["control"] == math.inf and r["seeds"][1]["difference"] is None
@@ -195,3 +195,77 @@ def test_a_criterion_over_the_seeds_is_decided_once_and_every_seed_carries_its_o
     assert evaluate_over_seeds(capability, 500.0, "less", 0)["statistic"]["control"] == 500.0
     with pytest.raises(ValueError, match="greater or less"):
         evaluate_over_seeds(capability, behavior, "holds")
+
+
+def test_the_spread_of_a_group_with_censored_values_is_a_range_not_its_reading_at_infinity():
+    from conceptlab.analysis.finding_criteria import over_seeds_range
+
+    inf = math.inf
+    # the two censored seeds lie at or beyond 9000 (the largest step seen): the MAD is anywhere in [0, 4000]
+    assert over_seeds_range([5000, 7000, 9000, inf, inf]) == (0.0, 4000.0)
+    assert over_seeds_range([6000, 6000, 7000, 6000, 5000]) == (0.0, 0.0)  # nothing censored: one number
+    assert over_seeds_range([7000, inf, 12000, 9000, 8000]) == (2000.0, 2000.0)  # decided whatever the true step
+    assert over_seeds_range([-inf, 1.0, 2.0, 4.0, 5.0]) == (1.0, 2.0)  # censored low: at or below the smallest
+    assert over_seeds_range([5000, 7000, inf, inf, inf]) is None  # the median itself censored
+    assert over_seeds_range([5000, 6000]) is None
+
+
+def test_the_range_of_the_median_absolute_deviation_holds_every_true_value_of_the_censored_seeds():
+    import numpy as np
+
+    from conceptlab.analysis.finding_criteria import over_seeds_range, over_seeds_statistic
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(3, 8))
+        xs = [float(x) for x in rng.integers(1, 20, n) * 100]
+        k = int(rng.integers(1, (n + 1) // 2))  # censored, fewer than half
+        for i in rng.choice(n, k, replace=False):
+            xs[i] = math.inf if rng.random() < 0.7 else -math.inf
+        got = over_seeds_range(xs)
+        finite = [x for x in xs if math.isfinite(x)]
+        if got is None:
+            continue
+        lo, hi = got
+        seen = []
+        for _ in range(60):  # every censored value somewhere in its range, ends included
+            draw = [x if math.isfinite(x) else
+                    (max(finite) + rng.choice([0, 1, 50, 10 ** 6]) * 100 * rng.random()) if x > 0 else
+                    (min(finite) - rng.choice([0, 1, 50, 10 ** 6]) * 100 * rng.random()) for x in xs]
+            stat = over_seeds_statistic(draw)
+            assert lo - 1e-6 <= stat <= hi + 1e-6, (xs, draw, got)
+            seen.append(stat)
+        near = over_seeds_statistic([x if math.isfinite(x) else max(finite) if x > 0 else min(finite) for x in xs])
+        assert near == pytest.approx(lo) and over_seeds_statistic(xs) == pytest.approx(hi)
+
+
+def test_a_spread_over_censored_seeds_passes_only_when_decided_whatever_the_censored_seeds_truly_are():
+    from conceptlab.analysis.finding_criteria import evaluate_over_seeds
+
+    # capability-steadier-than-behavior as recorded (checkpoints 100..1000; None: never emerged by step 1000)
+    steps = {100: 900, 101: 700, 102: None, 103: 400, 104: 900}
+    baseline = {100: None, 101: 900, 102: 900, 103: 500, 104: None}
+    r = evaluate_over_seeds(steps, baseline, "less", 1, censored="high", control_censored="high")
+    # at infinity it read 200 against 400 and passed; had the censored seeds emerged at step 1100 it is 200 against
+    # 200: the data do not decide it, and it fails
+    assert (r["passed"], r["verdict"]) == (0, "not reproduced")
+    assert r["seeds"][0]["note"] == "over the seeds: undecided"
+    assert r["statistic"]["value_range"] == [0.0, 200.0] and r["statistic"]["control_range"] == [0.0, 400.0]
+    assert (r["statistic"]["value"], r["statistic"]["control"]) == (200.0, 0.0)  # the least favourable ends
+    fill = {s: 1100 if v is None else v for s, v in steps.items()}
+    assert evaluate_over_seeds(fill, {s: 1100 if v is None else v for s, v in baseline.items()}, "less", 1,
+                               )["verdict"] == "not reproduced"
+    # a censored seed whose true value cannot move the spread: decided, and it passes
+    steady = {100: 6000, 101: 6000, 102: 7000, 103: 6000, 104: 5000}
+    spread_out = {100: 7000, 101: None, 102: 12000, 103: 9000, 104: 8000}
+    ok = evaluate_over_seeds(steady, spread_out, "less", 1, censored="high", control_censored="high")
+    assert (ok["verdict"], ok["seeds"][0]["note"]) == ("reproduced", "over the seeds")
+    # greater: the value's low end against the control's high end
+    up = evaluate_over_seeds(spread_out, steady, "greater", 1, censored="high", control_censored="high")
+    assert up["verdict"] == "reproduced" and up["statistic"]["difference"] == 2000.0
+    wide = evaluate_over_seeds({100: 5000, 101: 7000, 102: 9000, 103: None, 104: None}, steady, "greater", 1,
+                               censored="high")
+    assert (wide["verdict"], wide["seeds"][0]["note"]) == ("not reproduced", "over the seeds: undecided")
+    # a spread undecided and failing at both ends is a plain failure, not "undecided"
+    flat = evaluate_over_seeds(steady, steady, "less", 1)
+    assert flat["seeds"][0]["note"] == "over the seeds" and flat["verdict"] == "not reproduced"

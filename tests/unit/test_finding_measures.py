@@ -21,6 +21,8 @@ def _run(tmp_path, seed: int, image: str, n: int, images: int, accuracy: float) 
 
 
 def test_images_to_reach_reads_the_crossing_across_the_dataset_sizes_per_seed_and_family(tmp_path):
+    from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
     runs = [_run(tmp_path, 100, "bump", 24, k, a) for k, a in ((10, 0.2), (40, 0.5), (160, 0.7))]
     runs += [_run(tmp_path, 100, "bump+stripes", 24, k, a) for k, a in ((10, 0.7), (40, 0.8))]
     runs += [_run(tmp_path, 101, "bump", 24, k, a) for k, a in ((10, 0.1), (40, 0.2))]  # never reaches 0.6
@@ -30,8 +32,11 @@ def test_images_to_reach_reads_the_crossing_across_the_dataset_sizes_per_seed_an
     assert bumps[100] == pytest.approx(80.0)
     assert bumps[101] is None  # never reached: a criterion reads it as censored
     assert images_to_reach(runs, "bumps+stripes", 24)[100] == -math.inf  # already at the smallest size: ≤ 10
-    assert images_to_reach(runs, "bumps+stripes", 24)[101] is None  # seed 101 has no stripes runs
-    assert images_to_reach(runs, "bumps", 16) == {100: None, 101: None}  # no run at that size
+    # no run of the family, or none at that size (a family or size named wrong): not measured, never "not reached",
+    # which a criterion censored high would read as +inf and pass a control that never ran
+    assert images_to_reach(runs, "bumps+stripes", 24)[101] is NOT_MEASURED  # seed 101 has no stripes runs
+    assert images_to_reach(runs, "bumps", 16) == {100: NOT_MEASURED, 101: NOT_MEASURED}  # no run at that size
+    assert images_to_reach(runs, "bump", 24) == {100: NOT_MEASURED, 101: NOT_MEASURED}  # the family's name mistyped
 
 
 def test_images_to_reach_is_not_measured_when_a_finished_run_lacks_its_table(tmp_path):
@@ -330,5 +335,5 @@ def test_authors_learning_time_trend_ranks_never_as_latest_and_a_constant_time_a
     few = [run(f"d{i}", 103, d, 5) for i, d in enumerate([0.3, 0.5])]
     rho = authors_learning_time_trend(falls + rises + never + few, "color", "data.color_separation")
     assert rho[100] == pytest.approx(-1.0) and rho[101] == pytest.approx(1.0)
-    assert rho[102] == 0.0 and rho[103] is None
+    assert rho[102] == 0.0 and rho[103] is NOT_MEASURED  # two runs: no trend to read, not "never"
     assert authors_learning_time_trend(falls, "size", "data.color_separation") == {100: NOT_MEASURED}

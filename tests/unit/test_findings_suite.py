@@ -143,6 +143,21 @@ def test_a_suite_of_our_own_loads(tmp_path):
      r"over_seeds is decided once over every seed; drop min_seeds"),
     ({"findings__0__criteria__0__over_seeds": "median_absolute_deviation", "findings__0__criteria__0__direction":
       "holds", "findings__0__criteria__0__control": None}, r"over_seeds compares .*direction must be greater or less"),
+    # refused at load, not after every run has finished (or silently making every seed not measured)
+    ({"runs__a__settings_seeds": [1], "runs__a__quick": {"seeds": [1]}}, r"quick.seeds \[1\] chose the settings"),
+    ({"runs__a__settings_seeds": [1], "runs__a__paper": {"preset": "micro", "seeds": [1, 100, 101]}},
+     r"paper.seeds \[1\] chose the settings"),
+    ({"runs__a__seeds": [100, 101], "runs__b__seeds": [100, 101],
+      "findings__0__criteria__0__over_seeds": "median_absolute_deviation"},
+     r"over_seeds needs at least 3 seeds, run set a has 2 report seeds: it could only be undefined"),
+    ({"runs__a__paper": {"preset": "micro", "seeds": [100, 101]},
+      "findings__0__criteria__0__over_seeds": "median_absolute_deviation"},
+     r"over_seeds needs at least 3 seeds, run set a has 2 paper-scale seeds"),
+    ({"findings__0__criteria__0__control__config": {"train.step": 30}},
+     r"criterion a-beats-b control: config key 'train.step' is not a key of run set b's configs \(did you mean "
+     r"train.steps"),
+    ({"findings__0__criteria__0__value__across": "data.colour_separation"},
+     r"config key 'data.colour_separation' is not a key of run set a's configs \(did you mean data.color_separation"),
 ])
 def test_a_bad_suite_is_refused_at_load_with_one_line_naming_the_problem(tmp_path, changes, message):
     data = _suite(**changes)
@@ -170,6 +185,47 @@ def test_an_import_path_that_is_not_a_function_is_refused(tmp_path):
     data = _suite(runs__b={"analytic": "math:pi", "seeds": [100, 101, 102]})
     with pytest.raises(ConfigError, match=r"analytic 'math:pi' is not a function"):
         load_suite(_write(tmp_path, data))
+
+
+def test_a_claims_from_claim_asking_more_seeds_than_the_set_has_is_refused_at_load(tmp_path):
+    sweep = {"name": "toy", "base": "micro", "axes": {"seeds": [100, 101, 102]}, "settings_seeds": [0],
+             "controls": {"sources": ["trained", "untrained"], "measures": ["additive_share"],
+                          "claims": [{"name": "beats", "statement": "x", "measure": "additive_share",
+                                      "control": "untrained", "direction": "greater", "min_seeds": 5}]}}
+    (tmp_path / "toy.yaml").write_text(yaml.safe_dump(sweep))
+    data = {"runs": {"t": {"sweep": str(tmp_path / "toy.yaml"), "seeds": [100, 101, 102]}},
+            "findings": [{"name": "f", "paper": "x", "claim": "x", "setup": "fast", "control": "untrained",
+                          "claims_from": "t"}]}
+    with pytest.raises(ConfigError) as err:
+        load_suite(_write(tmp_path, data))
+    assert re.search(r"finding f: criterion beats: min_seeds 5 > the 3 report seeds of run set t", str(err.value))
+    data["runs"]["t"] = {"preset": "micro", "seeds": [100, 101, 102]}  # not a sweep: one line, not a traceback
+    with pytest.raises(ConfigError, match="claims_from 't' must be a run set of a sweep with a controls block"):
+        load_suite(_write(tmp_path, data))
+
+
+def test_a_control_whose_config_filter_picks_no_run_is_not_measured_and_never_passes_as_censored(tmp_path):
+    """A criterion "before the control, which never happened (censored high)" whose control's config filter matches
+    no finished run (a value no run has): every seed's control is not measured, and the criterion fails, where
+    reading the missing control as +inf passed it on every seed."""
+    data = _suite()
+    data["findings"][0]["criteria"] = [{
+        "name": "before-control", "statement": "a learns color before b learns size",
+        "value": {"runs": "a", "path": "learning_time.held_out/color", "censored": "high"},
+        "control": {"runs": "b", "path": "learning_time.held_out/size", "censored": "high",
+                    "config": {"train.steps": 31}},
+        "direction": "less", "margin": 1}]
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    _fake_runs(p, {"a": {s: _acc(0.9, 200, 300) for s in (100, 101, 102)},
+                   "b": {s: _acc(0.9, 1, None) for s in (100, 101, 102)}})
+    (toy,) = evaluate_suite(p)["findings"]
+    (c,) = toy["criteria"]
+    assert [s["note"] for s in c["seeds"]] == ["not measured"] * 3
+    assert (c["passed"], c["verdict"]) == (0, "not reproduced")
+    data["findings"][0]["criteria"][0]["control"]["config"] = {"train.steps": 30}  # the set's own: read, censored
+    p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
+    (toy,) = evaluate_suite(p)["findings"]
+    assert toy["criteria"][0]["verdict"] == "reproduced"
 
 
 def _fake_runs(p, values: dict[str, dict[int, dict]]) -> None:
@@ -286,18 +342,20 @@ def test_a_criterion_over_the_seeds_compares_the_spreads_once_and_the_report_and
     data["runs"].pop("b")
     data["findings"][0]["control"] = "size's spread"
     p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")
-    # color at 200, 210, 190 (spread 10); size at 300, 600, never (spread 300)
-    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.9, 210, 600), 102: _acc(0.9, 190, None)}})
+    # color at 200, 210, never (spread 0 to 10, whenever seed 102 learns it after step 210); size at 300, 600, 900
+    # (spread 300): decided whatever the censored seed's true step is
+    _fake_runs(p, {"a": {100: _acc(0.9, 200, 300), 101: _acc(0.9, 210, 600), 102: _acc(0.9, None, 900)}})
     (toy,) = evaluate_suite(p)["findings"]
     (c,) = toy["criteria"]
     assert (c["passed"], c["of"], c["verdict"], toy["verdict"]) == (1, 1, "reproduced", "reproduced")
     assert c["statistic"]["value"] == 10.0 and c["statistic"]["control"] == 300.0
+    assert c["statistic"]["value_range"] == [0.0, 10.0]
     assert toy["all_on_one_seed"] is None  # one criterion
     md = findings_markdown(evaluate_suite(p))
     rule = "its controls' (the same) − the values' median absolute deviation over the seeds ≥ 1"
-    assert f"| color-steadier | {rule} | 1/1 |" in md and "10 (MAD over 3 seeds)" in md
-    assert "| color-steadier | 102 | 190 | never (∞) | — | yes (over the seeds) |" in md
-    assert render_headline(toy) == "color steadier: holds (10 (MAD over 3 seeds) against 300 (MAD over 3 seeds))"
+    assert f"| color-steadier | {rule} | 1/1 |" in md and "0–10 (MAD over 3 seeds)" in md
+    assert "| color-steadier | 102 | never (∞) | 900 | — | yes (over the seeds) |" in md
+    assert render_headline(toy) == "color steadier: holds (0–10 (MAD over 3 seeds) against 300 (MAD over 3 seeds))"
     # size steadier instead: the same spreads, the claim the other way round, fails once
     data["findings"][0]["criteria"][0]["direction"] = "greater"
     p = plan(load_suite(_write(tmp_path, data)), None, "full", tmp_path / "out")

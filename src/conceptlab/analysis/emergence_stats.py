@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from conceptlab.analysis.emergence import emergence_step, wilson_interval
-from conceptlab.analysis.finding_criteria import over_seeds_statistic
+from conceptlab.analysis.finding_criteria import over_seeds_range, over_seeds_statistic
 
 
 @dataclass(frozen=True)
@@ -180,9 +180,12 @@ def seed_spread(steps: Sequence[float | None]) -> float | None:
 
 
 def _steadier(x_steps: np.ndarray, baseline_steps: np.ndarray) -> bool:
-    """Whether X's emergence steps over the runs spread at least one step less than its baseline's."""
-    a, b = seed_spread(x_steps), seed_spread(baseline_steps)
-    return a is not None and b is not None and b - a >= 1
+    """Whether X's emergence steps over the runs spread at least one step less than its baseline's, decided as the
+    findings suite decides it: at the least favourable ends of each side's range over the true steps its
+    never-emerged runs may have (`analysis.finding_criteria.over_seeds_range`)."""
+    a, b = (over_seeds_range([math.inf if x is None or math.isnan(x) else float(x) for x in steps])
+            for steps in (x_steps, baseline_steps))
+    return a is not None and b is not None and b[0] - a[1] >= 1
 
 
 def null_false_positive_rates(
@@ -214,7 +217,8 @@ def null_false_positive_rates(
     - `new_sign_test[X]`: X's one-sided sign test over the runs has p < `alpha`; `new_sign_test_any`: some X has;
     - `spread_steadier[X]`: the findings suite's claim "capability varies less across seeds than behavior" passes:
       over the runs, the median absolute deviation of X's emergence step is at least one step below its bias-matched
-      baseline's (never emerging: +inf; `analysis.finding_criteria.over_seeds_statistic`, undefined fails);
+      baseline's whatever the true steps of the runs that never emerged (`analysis.finding_criteria.over_seeds_range`:
+      decided at the least favourable ends; undefined fails);
     - with `observed` (X → the runs where X's bias-matched gap was positive minus those where it was negative):
       `p_resampled[X]`, the share of replicates with at least that net count (+1 in numerator and denominator) — a
       test of X against "as good as naive prompting" calibrated on this data's own noise, where the sign test

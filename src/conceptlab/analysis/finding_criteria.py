@@ -33,10 +33,14 @@ criteria already make it so (one mixed, or one reproduced and one not), `incompl
 
 **Over the seeds.** A claim about the report seeds as a group (e.g. "capability probes vary little across seeds,
 behavior a lot") compares one statistic of the values over the seeds with the same statistic of the controls'
-(`evaluate_over_seeds`; `OVER_SEEDS` names the statistics: the median absolute deviation, a spread that censored
-values do not break while fewer than half of them are censored). It passes or fails once ("1/1"); every seed's row
-carries that outcome, so the seeds' conjunction (`all_on_one_seed`) holds the group claim on each of them. It needs
-at least 3 measured seeds and every seed's run.
+(`evaluate_over_seeds`; `OVER_SEEDS` names the statistics: the median absolute deviation, defined while fewer than
+half the values are censored). As for one seed, it passes only when the comparison is decided whatever the censored
+values truly are: a value censored high lies anywhere from the largest finite value of its side (the side's runs
+share their checkpoints, so an event never seen happens after every step another seed saw it at) to +∞ (low: from
+−∞ to the smallest), the statistic is taken at both ends of that range (`over_seeds_range`) and the comparison must
+hold at its least favourable end; one that holds at some true values and not at others fails as "undecided". It
+passes or fails once ("1/1"); every seed's row carries that outcome, so the seeds' conjunction (`all_on_one_seed`)
+holds the group claim on each of them. It needs at least 3 measured seeds and every seed's run.
 
 **Whole on one seed.** `all_on_one_seed` counts the report seeds on which every criterion of a finding passes at
 once: a finding is a conjunction on each seed, and criteria that pass on different seeds make no seed show it.
@@ -47,7 +51,7 @@ Pure functions on plain numbers; no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Collection, Mapping, Sequence
 
 import numpy as np
@@ -62,7 +66,7 @@ FINDING_VERDICTS = (*VERDICTS, INCOMPLETE)
 ROUNDING = 1e-9  # a difference equal to the margin up to float rounding (0.7 − 0.5 vs 0.2) passes
 __all__ = ["CENSORING", "OVER_SEEDS", "DIRECTIONS", "VERDICTS", "FINDING_VERDICTS", "INCOMPLETE", "NOT_MEASURED",
            "SeedResult", "uncensor", "compare", "trend", "evaluate", "evaluate_over_seeds", "over_seeds_statistic",
-           "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
+           "over_seeds_range", "verdict_with_missing", "finding_verdict", "all_on_one_seed", "spread"]
 
 
 @dataclass(frozen=True)
@@ -228,9 +232,10 @@ def evaluate(values: Mapping[int, object], controls: Mapping[int, object] | floa
 
 
 def over_seeds_statistic(values: Sequence[float], statistic: str = "median_absolute_deviation") -> float | None:
-    """One number for a group of seeds' values (±inf: censored). `median_absolute_deviation`: median |x − median x|;
-    +inf when more than half the deviations are infinite; None (undefined) when the median itself is censored (over
-    half the values on one side) or with fewer than `MIN_SEEDS_OVER` values."""
+    """One number for a group of seeds' values, taken as they are (±inf included: the statistic with the censored
+    values at infinity, the far end of `over_seeds_range`). `median_absolute_deviation`: median |x − median x|;
+    None (undefined) when the median itself is infinite (over half the values censored on one side) or with fewer
+    than `MIN_SEEDS_OVER` values."""
     if statistic not in OVER_SEEDS:
         raise ValueError(f"statistic must be one of {OVER_SEEDS}, got {statistic!r}")
     xs = np.asarray([float(v) for v in values], dtype=float)
@@ -242,14 +247,44 @@ def over_seeds_statistic(values: Sequence[float], statistic: str = "median_absol
     return float(np.median(np.abs(xs - centre)))
 
 
+def over_seeds_range(values: Sequence[float], statistic: str = "median_absolute_deviation"
+                     ) -> tuple[float, float] | None:
+    """(lowest, highest) of `statistic` over every true value the group's censored values (±inf) may stand for; the
+    same number twice without censoring. A value censored high lies at or above the largest finite value of the
+    group (its runs share their checkpoints: an event never seen comes after every step another seed saw it at; the
+    run's own last checkpoint is not known here, so the range is if anything wider than the truth), one censored
+    low at or below the smallest. None (undefined) when the statistic is undefined at either end: fewer than
+    `MIN_SEEDS_OVER` values, a NaN, no finite value, the median itself censored.
+
+    Exact for the median absolute deviation: while the median is not censored it is fixed by finite values over
+    the whole range, and every censored value lies beyond it, so its deviation — and the median of the deviations,
+    an order statistic — can only grow as the value moves away. The lowest is at the near end (every censored value
+    at the group's largest, or smallest, finite value), the highest with them at ±inf."""
+    far = over_seeds_statistic(values, statistic)  # also checks the statistic's name
+    if far is None:
+        return None
+    xs = [float(v) for v in values]
+    finite = [x for x in xs if math.isfinite(x)]
+    if not finite:
+        return None
+    near = over_seeds_statistic([x if math.isfinite(x) else max(finite) if x > 0 else min(finite) for x in xs],
+                                statistic)
+    if near is None:
+        return None
+    return (min(near, far), max(near, far))
+
+
 def evaluate_over_seeds(values: Mapping[int, object], controls: Mapping[int, object] | float, direction: str,
                         margin: float = 0.0, statistic: str = "median_absolute_deviation", censored: str = "none",
                         control_censored: str = "none", no_run: Collection[int] = ()) -> dict:
     """One criterion about the seeds as a group: `statistic` of the values over every report seed against the same
     statistic of the controls' (or a fixed threshold), in `direction` with `margin`, decided once. Returns the same
     keys as `evaluate` (per-seed rows hold each seed's value and control, no difference, and the group's outcome with
-    the note "over the seeds"; passed / of is 1/1 or 0/1) plus `statistic`: its name and the two sides' values and
-    difference. A seed without a run makes it `incomplete`; an undefined statistic (a side not measured on a seed,
+    the note "over the seeds"; passed / of is 1/1 or 0/1) plus `statistic`: its name, each side's range over the
+    true values its censored seeds may have (`over_seeds_range`; `value_range`, `control_range`: None for a
+    threshold), and the two sides' values and difference at the ends least favourable to the claim, where it is
+    decided: it passes only when it holds there, and one that holds only at the favourable ends fails as
+    "undecided". A seed without a run makes it `incomplete`; an undefined statistic (a side not measured on a seed,
     fewer than 3 seeds, its median censored) fails it."""
     if direction not in ("greater", "less"):
         raise ValueError(f"a criterion over the seeds compares numbers: direction greater or less, got {direction!r}")
@@ -261,21 +296,27 @@ def evaluate_over_seeds(values: Mapping[int, object], controls: Mapping[int, obj
     else:
         c = {s: float(controls) for s in seeds}
 
-    def side(xs: dict[int, float | None]) -> float | None:
+    def side(xs: dict[int, float | None]) -> tuple[float, float] | None:
         if any(x is None for x in xs.values()):
             return None
-        return over_seeds_statistic(list(xs.values()), statistic)
+        return over_seeds_range(list(xs.values()), statistic)
 
+    value_range = control_range = None
+    value_stat = control_stat = None
     if unrun:  # the group is not all there: nothing to compute yet
-        value_stat = control_stat = None
         group = SeedResult(-1, None, None, None, False, "incomplete")
     else:
-        value_stat = side(v)
-        control_stat = side(c) if isinstance(controls, Mapping) else float(controls)
+        value_range = side(v)
+        control_range = side(c) if isinstance(controls, Mapping) else (float(controls), float(controls))
+        worst = 1 if direction == "less" else 0  # the least favourable end of the value's range (the control's: the other)
+        value_stat = None if value_range is None else value_range[worst]
+        control_stat = None if control_range is None else control_range[1 - worst]
         if value_stat is None or control_stat is None:
             group = SeedResult(-1, value_stat, control_stat, None, False, "undefined")
-        else:
+        else:  # decided at the least favourable ends; passing at the most favourable only is undecided
             group = compare(-1, value_stat, control_stat, direction, margin)
+            if not group.passed and compare(-1, value_range[1 - worst], control_range[worst], direction, margin).passed:
+                group = replace(group, note="undecided")
     note = "over the seeds" + (f": {group.note}" if group.note else "")
     rows = [SeedResult(s, None, None, None, False, "no run") if s in unrun else
             SeedResult(s, v[s], c[s], None, group.passed, note) for s in seeds]
@@ -290,7 +331,10 @@ def evaluate_over_seeds(values: Mapping[int, object], controls: Mapping[int, obj
         "controls": spread([r.control for r in rows]) if isinstance(controls, Mapping) else None,
         "differences": spread([] if group.difference is None else [group.difference]),
         "statistic": {"name": statistic, "value": value_stat, "control": control_stat,
-                      "difference": group.difference},
+                      "difference": group.difference,
+                      "value_range": None if value_range is None else list(value_range),
+                      "control_range": None if control_range is None or not isinstance(controls, Mapping)
+                      else list(control_range)},
     }
 
 

@@ -10,8 +10,10 @@ finished run of the sweep's manifest, and writes to `root`:
     controls.md                    the same as a Markdown table (what docs/ quotes)
     controls.png                   one panel per measure: every source's value on every seed, the trained model first
 
-A run missing from the manifest's finished runs is listed as missing, never silently dropped; a claim's seed whose
-run is missing or did not measure the value fails.
+A run missing from the manifest's finished runs is listed as missing, never silently dropped: its seed stays a
+report seed of every claim, fails as "no run", and makes a verdict it could still change `incomplete`
+(`analysis.finding_criteria.verdict_with_missing`, as the findings suite reads an unfinished run); a claim's seed
+whose run did not measure the value fails.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Collection
 
 import pandas as pd
 
 from conceptlab.analysis.control_claims import evaluate
+from conceptlab.analysis.finding_criteria import verdict_with_missing
 from conceptlab.experiments.claims import ClaimSpec, ControlsSpec, summary_value
 from conceptlab.experiments.loading import ConfigError, load_config
 from conceptlab.experiments.provenance import cpu_model, git_state, package_version
@@ -39,19 +43,27 @@ MARKDOWN = "controls.md"
 FIGURE = "controls.png"
 
 
-def _runs(root: Path) -> tuple[list[dict], list[str]]:
-    """(finished runs: run_id, seed, summary), (run ids of the manifest not finished)."""
+def _runs(root: Path) -> tuple[list[dict], list[str], dict[str, int]]:
+    """(finished runs: run_id, seed, summary), (run ids of the manifest not finished), (run id → report seed of
+    each unfinished run: from its config.yaml, which the sweep writes before running it, else the manifest's
+    `train.train_seed` value)."""
     manifest = read_manifest(root)
-    done, missing = [], []
+    done, missing, unrun = [], [], {}
     for entry in manifest["runs"]:
         run = RunFolder(Path(root) / entry["run_id"])
         if not run.is_complete():
             missing.append(entry["run_id"])
+            seed = (load_config(str(run.config)).train.train_seed if run.config.is_file()
+                    else entry["values"].get("train.train_seed"))
+            if seed is None:
+                raise ConfigError(f"run {entry['run_id']} of {root} is not finished and its report seed is unknown "
+                                  "(no config.yaml, no train.train_seed in the manifest); rerun the sweep to write it")
+            unrun[entry["run_id"]] = int(seed)
             continue
         cfg = load_config(str(run.config))
         done.append({"run_id": entry["run_id"], "seed": int(cfg.train.train_seed), "summary": run.read_summary(),
                      "config": cfg})
-    return done, missing
+    return done, missing, unrun
 
 
 def tabulate(runs: list[dict], spec: ControlsSpec) -> pd.DataFrame:
@@ -73,12 +85,20 @@ def across_seeds(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def evaluate_claim(claim: ClaimSpec, spec: ControlsSpec, runs: list[dict]) -> dict:
-    """One claim over the runs' seeds: its definition, per-seed values and the verdict."""
-    trained = {r["seed"]: summary_value(r["summary"], spec.value_path(claim, "trained")) for r in runs}
+def evaluate_claim(claim: ClaimSpec, spec: ControlsSpec, runs: list[dict], no_run: Collection[int] = ()) -> dict:
+    """One claim over the report seeds: its definition, per-seed values and the verdict. `no_run`: report seeds whose
+    run is not finished; each fails with the note "no run" (never read as measured), and the verdict is
+    `incomplete` while they could still change it."""
+    unrun = set(no_run) - {r["seed"] for r in runs}
+    trained = {**{s: None for s in unrun},
+               **{r["seed"]: summary_value(r["summary"], spec.value_path(claim, "trained")) for r in runs}}
     control = None if claim.control is None else {
         r["seed"]: summary_value(r["summary"], spec.value_path(claim, claim.control)) for r in runs}
     result = evaluate(trained, control, claim.direction, claim.margin, claim.min_seeds)
+    for row in result["seeds"]:
+        row["note"] = "no run" if row["seed"] in unrun else ""
+    result["no_run"] = len(unrun)
+    result["verdict"] = verdict_with_missing([row["passed"] for row in result["seeds"]], len(unrun), claim.min_seeds)
     return {**claim.model_dump(), **result}
 
 
@@ -114,7 +134,7 @@ def markdown(name: str, across: pd.DataFrame, claims: list[dict], sources: list[
             lines.append(f"| {c['name']}: {c['statement']} | {c['control'] or '—'} | {crit} | "
                          f"{c['passed']}/{c['of']} | {c['verdict']} |")
         for c in claims:
-            if c["verdict"] != "reproduced" and c["restated"]:
+            if c["verdict"] in ("not reproduced", "mixed") and c["restated"]:  # not while seeds are still to run
                 lines += ["", f"**{c['name']} — {c['verdict']} against {c['control'] or 'its criterion'}.** "
                               f"What holds instead: {c['restated']}"]
     return "\n".join(lines) + "\n"
@@ -129,14 +149,14 @@ def controls_report(root: Path) -> dict:
     spec = parse_spec(str(root))
     if spec.controls is None:
         raise ConfigError(f"sweep {spec.name} declares no controls block (see conceptlab.experiments.claims)")
-    runs, missing = _runs(root)
+    runs, missing, unrun = _runs(root)
     if not runs:
         raise FileNotFoundError(f"no finished run under {root}")
     controls = spec.controls
     table = tabulate(runs, controls)
     across = across_seeds(table)
-    claims = [evaluate_claim(c, controls, runs) for c in controls.claims]
-    seeds = sorted(r["seed"] for r in runs)
+    claims = [evaluate_claim(c, controls, runs, unrun.values()) for c in controls.claims]
+    seeds = sorted({r["seed"] for r in runs} | set(unrun.values()))  # every report seed, finished or not
     commit, dirty = git_state()
     report = {
         "sweep": spec.name,

@@ -5,7 +5,7 @@
 - `images_to_reach(runs, family, n, target)` (a `compute` value): per seed, the training images a bump-world family
   needs to reach `target` generation accuracy at canvas size N, read across a data-efficiency sweep's λ axis
   (`analysis.data_efficiency.size_to_reach`); None (never) when it does not reach it, −inf when it reaches it
-  already at the smallest size.
+  already at the smallest size, not measured when the seed has no run of the family at that size.
 
 - `matched_naive_score(runs, intervention, target, step, ...)` (a `compute` value): per seed, the bias-matched naive
   baseline of one intervention at one checkpoint — the best score of as many naive batches (naive prompting on
@@ -25,7 +25,10 @@
   accuracy, both averaged over the seed's selected runs, and the trend over a config axis of their difference.
 
 A compute function takes the run set's finished runs (`experiments.findings.RunRecord`: seed, flattened config,
-summary, folder) and returns {seed: value}.
+summary, folder) and returns {seed: value}: None only where a run measured the value and the event did not happen
+(a criterion may read it as censored), `NOT_MEASURED` where nothing was measured. One that reads a seed's runs
+together (a trend, a mean, a crossing over a sweep axis) says so with `aggregates = True`; the others read one run
+a seed, and the suite refuses a selector that gives them several (`experiments.findings.seed_values`).
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
     labels) at canvas size `n`: None when never reached (a criterion reads it as censored high), −inf when reached
     already at the smallest size (the size is at most that: censored low, whatever the criterion's censoring),
     `NOT_MEASURED` when a finished run of the seed lacks its composition table (the crossing would be read from
-    fewer sizes than were run)."""
+    fewer sizes than were run) or the seed has no run of the family at size `n` (a family or size named wrong, or
+    not run: nothing measured, never "not reached")."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
     out: dict[int, Any] = {}
@@ -93,25 +97,25 @@ def images_to_reach(runs: list, family: str, n: int, target: float = 0.6) -> dic
                          "data.fraction_scope": r.config.get("data.fraction_scope") or "all",
                          "training_images": r.summary.get("training_images")})
             comp.append(read_parquet(RunFolder(r.folder).table("composition")).assign(run_id=r.run_id))
-        if rows is None:
+        if not rows:  # a run without its table (None), or no run of the seed at size n
             out[seed] = NOT_MEASURED
-            continue
-        if not rows:
-            out[seed] = None
             continue
         table = data_efficiency_runs(pd.DataFrame(rows), pd.concat(comp, ignore_index=True))
         at_n = table[table["N"] == int(n)]
-        if at_n.empty:
-            out[seed] = None
+        sizes = size_to_reach(at_n, target) if not at_n.empty else None
+        hit = None if sizes is None else sizes[sizes["family"] == family]
+        if hit is None or hit.empty:
+            out[seed] = NOT_MEASURED
             continue
-        sizes = size_to_reach(at_n, target)
-        hit = sizes[sizes["family"] == family]
-        if not hit.empty and bool(hit["censored"].iloc[0]):
+        if bool(hit["censored"].iloc[0]):
             out[seed] = -math.inf
             continue
-        value = None if hit.empty else hit["size_to_reach"].iloc[0]
+        value = hit["size_to_reach"].iloc[0]
         out[seed] = None if value is None or not math.isfinite(float(value)) else float(value)
     return out
+
+
+images_to_reach.aggregates = True  # a crossing over the seed's runs of the training-set size axis
 
 
 def _by_seed(runs: list) -> dict[int, list]:
@@ -216,7 +220,8 @@ def authors_learning_time_trend(runs: list, concept: str, across: str, split: st
     """Per seed: Spearman ρ, over the seed's runs, of `concept`'s learning time on `split` (the authors'
     definition; never learned counts as later than any step) with the config key `across` (e.g.
     data.color_separation); 0 when every run has the same time, never learned included (`finding_criteria.trend`).
-    None with fewer than 3 runs or one value of `across`; not measured when a run lacks the measure."""
+    Not measured with fewer than 3 runs or one value of `across` (no trend to read), or when a run lacks the
+    measure."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED, trend, uncensor
 
     out: dict[int, Any] = {}
@@ -226,8 +231,11 @@ def authors_learning_time_trend(runs: list, concept: str, across: str, split: st
             out[seed] = NOT_MEASURED
             continue
         rho = trend([r.config.get(across) for r in mine], [uncensor(t, "high") for t in times])
-        out[seed] = None if math.isnan(rho) else rho
+        out[seed] = NOT_MEASURED if math.isnan(rho) else rho
     return out
+
+
+authors_learning_time_trend.aggregates = True  # a trend over the seed's runs
 
 
 MIN_VALID_FRACTION = 0.25  # a turn is read from checkpoints with at least this share of valid images (as the figures)
@@ -466,16 +474,22 @@ def copying_baseline(runs: list, region: str = "held_out", metric: str = "joint"
     return _per_seed_mean(runs, lambda r: _copying(r, region, metric))
 
 
+copying_baseline.aggregates = True  # a mean over the seed's runs
+
+
 def final_accuracy(runs: list, region: str = "held_out", metric: str = "joint") -> dict[int, Any]:
     """Per seed: the runs' final generation accuracy on `region` (summary `final_accuracy`), averaged over the
     seed's selected runs (the value `copying_baseline` is the control of)."""
     return _per_seed_mean(runs, lambda r: _final_accuracy(r, region, metric))
 
 
+final_accuracy.aggregates = True  # a mean over the seed's runs
+
+
 def trend_beyond_copying(runs: list, across: str, region: str = "held_out", metric: str = "joint") -> dict[int, Any]:
     """Per seed: Spearman ρ, over the seed's runs, of (final accuracy − copying accuracy) with the config key
-    `across`: does the accuracy follow the axis beyond what copying the training data gets along it? None when
-    undefined (fewer than 3 runs or a constant side)."""
+    `across`: does the accuracy follow the axis beyond what copying the training data gets along it? Not measured
+    when undefined (fewer than 3 runs or a constant axis) or when a run lacks the measure."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED, trend
 
     out: dict[int, Any] = {}
@@ -485,8 +499,11 @@ def trend_beyond_copying(runs: list, across: str, region: str = "held_out", metr
             out[seed] = NOT_MEASURED
             continue
         rho = trend([r.config.get(across) for r in mine], [a - c for a, c in diffs])
-        out[seed] = None if math.isnan(rho) else rho
+        out[seed] = NOT_MEASURED if math.isnan(rho) else rho
     return out
+
+
+trend_beyond_copying.aggregates = True  # a trend over the seed's runs
 
 
 def independent_sigmoids_r2(runs: list, target: str = "11") -> dict[int, Any]:

@@ -648,11 +648,16 @@ def _matches(value: Any, wanted: Any) -> bool:
 
 
 def _table_value(rec: RunRecord, sel: Selector):
+    """The run's value in its table `sel.table`: a number or truth value, None where the matching row holds none
+    (the run wrote it as missing), `NOT_MEASURED` where nothing was read at all — no table, no row matching
+    `where` (or at the step asked for), no checkpoint before a `StepBefore` rule's first reaching, too few for a
+    `StepWindow` — so that a criterion never reads a value nobody measured as censored."""
+    not_measured = finding_criteria.NOT_MEASURED
     if rec.folder is None:
-        return None
+        return not_measured
     path = RunFolder(rec.folder).table(sel.table)
     if not path.is_file():
-        return None
+        return not_measured
     table = read_parquet(path)
     frame = _rows(table, sel.where, sel.table, rec.run_id)
     if isinstance(sel.step, StepWindow) and "step" in frame.columns and not frame.empty:
@@ -662,12 +667,12 @@ def _table_value(rec: RunRecord, sel: Selector):
         if isinstance(sel.step, StepBefore):
             at = step_before(_rows(table, sel.step.where, sel.table, rec.run_id), sel.step.column, sel.step.reaches)
             if at is None:
-                return None
+                return not_measured
         else:
             at = steps[0] if sel.step == "first" else steps[-1] if sel.step == "last" else sel.step
         frame = frame[frame["step"] == at]
     if frame.empty:
-        return None
+        return not_measured
     if len(frame) > 1:
         raise ConfigError(f"table {sel.table} of run {rec.run_id}: {len(frame)} rows match {sel.where} "
                           f"(step {sel.step}); narrow where or step to one row")
@@ -675,23 +680,23 @@ def _table_value(rec: RunRecord, sel: Selector):
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else (bool(v) if isinstance(v, bool) else float(v))
 
 
-def _window_value(frame: pd.DataFrame, steps: list, sel: Selector, run_id: str) -> float | None:
+def _window_value(frame: pd.DataFrame, steps: list, sel: Selector, run_id: str):
     """`sel.step`'s statistic (StepWindow) of `sel.column` over the table's last checkpoints (`steps`: every step
-    the table has), one matching row each; None (not measured) when the run has fewer checkpoints, or a checkpoint
+    the table has), one matching row each; `NOT_MEASURED` when the run has fewer checkpoints, or a checkpoint
     of the window has no matching row or no value (the window is never moved to earlier checkpoints)."""
     window = sel.step
     if len(steps) < window.last:
-        return None
+        return finding_criteria.NOT_MEASURED
     last = steps[-window.last:]
     rows = frame[frame["step"].isin(last)]
     if rows["step"].nunique() < window.last:
-        return None
+        return finding_criteria.NOT_MEASURED
     if len(rows) != window.last:
         raise ConfigError(f"table {sel.table} of run {run_id}: {len(rows)} rows match {sel.where} in its last "
                           f"{window.last} checkpoints; narrow where to one row a checkpoint")
     values = pd.to_numeric(rows[sel.column], errors="coerce")
     if values.isna().any():
-        return None
+        return finding_criteria.NOT_MEASURED
     return float(values.median())
 
 
@@ -729,26 +734,44 @@ def _one_value(rec: RunRecord, sel: Selector):
 
 
 def seed_values(sel: Selector, recs: list[RunRecord], seeds: list[int]) -> tuple[dict[int, Any], dict[int, list[str]]]:
-    """(seed → value, seed → the run ids it was read from) for every report seed (None where not measured)."""
+    """(seed → value, seed → the run ids it was read from) for every report seed. A seed none of whose finished runs
+    the selector picks, a computed value the function returns nothing for, and a trend over runs of which one did
+    not measure the value (or too few to make one) are `NOT_MEASURED`: never read as censored, which only a run
+    that measured the value and wrote it as missing (the event did not happen) is. Several runs for one seed are
+    refused (pick one with `config:`) unless the value is a trend over them (`across`) or a compute function
+    that says it reads them together (`aggregates = True`: a trend, a mean, a crossing over a sweep axis)."""
+    not_measured = finding_criteria.NOT_MEASURED
     chosen = [r for r in recs if _selects(sel, r.config)]
     used = {s: [r.run_id for r in chosen if r.seed == s] for s in seeds}
     if sel.compute is not None:
-        out = resolve(sel.compute, "compute function")(chosen, **sel.args)
-        return {s: out.get(s) for s in seeds}, used
+        fn = resolve(sel.compute, "compute function")
+        if not getattr(fn, "aggregates", False):
+            for s in seeds:
+                _one_run_a_seed(sel, [r for r in chosen if r.seed == s], s)
+        out = fn(chosen, **sel.args)
+        return {s: out.get(s, not_measured) for s in seeds}, used
     values: dict[int, Any] = {}
     for s in seeds:
         mine = [r for r in chosen if r.seed == s]
         if sel.across is not None:
             xs = [r.config.get(sel.across) for r in mine]
             ys = [finding_criteria.uncensor(_one_value(r, sel), sel.censored) for r in mine]
+            if any(y is None for y in ys):  # a run of the trend did not measure it: no trend from the others
+                values[s] = not_measured
+                continue
             rho = finding_criteria.trend(xs, ys)  # NaN with fewer than 3 runs or a constant side
-            values[s] = None if math.isnan(rho) else rho
+            values[s] = not_measured if math.isnan(rho) else rho
             continue
-        if len(mine) > 1:
-            raise ConfigError(f"value from run set {sel.runs}: {len(mine)} runs for seed {s}; pick one with config: "
-                              f"(they differ in {sorted(_differing([r.config for r in mine]))[:4]})")
-        values[s] = _one_value(mine[0], sel) if mine else None
+        _one_run_a_seed(sel, mine, s)
+        values[s] = _one_value(mine[0], sel) if mine else not_measured
     return values, used
+
+
+def _one_run_a_seed(sel: Selector, mine: list[RunRecord], seed: int) -> None:
+    """Refuse a value read from one run a seed when the selector picks several for `seed`."""
+    if len(mine) > 1:
+        raise ConfigError(f"value from run set {sel.runs}: {len(mine)} runs for seed {seed}; pick one with config: "
+                          f"(they differ in {sorted(_differing([r.config for r in mine]))[:4]})")
 
 
 def unfinished_seeds(s: PlannedSet, missing: list[str], sel: Selector, seeds: list[int]) -> set[int]:

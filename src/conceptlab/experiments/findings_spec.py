@@ -35,11 +35,14 @@ their config values. `claims_from: RUNSET` takes every claim of that sweep's `co
 
 `load_suite` validates everything it can before a run starts and names the first problem in one line: an unknown
 preset or sweep, a run set no finding uses or a finding uses without defining, a summary section or table column
-the study does not write, a finding with neither a control nor a reason, a declared setup the configs contradict.
+the study does not write, a `config:` or `across` key the set's configs do not have, a finding with neither a
+control nor a reason, a declared setup the configs contradict, a `min_seeds` (a `claims_from` claim's too) above the
+seeds, a claim over the seeds on fewer than 3 of them, a quick or paper seed that chose the settings.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import math
 import re
@@ -49,7 +52,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from conceptlab.analysis.finding_criteria import OVER_SEEDS
+from conceptlab.analysis.finding_criteria import MIN_SEEDS_OVER, OVER_SEEDS
 from conceptlab.config_base import StrictConfig as _Strict
 from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, load_config, parse_yaml, preset_names, read_text_file
@@ -114,6 +117,10 @@ class RunSetSpec(_Strict):
         reused = sorted(set(self.seeds) & set(self.settings_seeds))
         if reused:
             raise ValueError(f"seeds {reused} chose the settings (settings_seeds): report on other seeds")
+        for label, variant in (("quick", self.quick), ("paper", self.paper)):
+            reused = sorted(set(variant.seeds or []) & set(self.settings_seeds)) if variant is not None else []
+            if reused:
+                raise ValueError(f"{label}.seeds {reused} chose the settings (settings_seeds): report on other seeds")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"report seeds repeat: {self.seeds}")
         if self.paper is not None and (self.paper.preset is None) == (self.paper.sweep is None):
@@ -303,7 +310,11 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
                                   f"{finding.claims_from!r}")
             used.add(finding.claims_from)
     for finding in suite.findings:
-        names_here = [c.name for c in claim_criteria(suite, finding)] if finding.status == "implemented" else []
+        try:
+            criteria = claim_criteria(suite, finding) if finding.status == "implemented" else []
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
+        names_here = [c.name for c in criteria]
         for braces in re.findall(r"\{[^{}]*\}", finding.headline or ""):
             if not HEADLINE_FIELD.fullmatch(braces):
                 raise ConfigError(f"{where}: finding {finding.name}: headline field {braces} is not {{criterion}}, "
@@ -316,7 +327,7 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
             if not (fnmatch.filter(names_here, field_) if "*" in field_ else field_ in names_here):
                 raise ConfigError(f"{where}: finding {finding.name}: headline field {shown_field} names no criterion "
                                   f"of it; its criteria: {', '.join(names_here) or 'none'}")
-        for c in finding.criteria:
+        for c in criteria:  # its own and its claims_from sweep's
             lacking = sorted(set(suite.runs[c.value.runs].seeds) - set(suite.runs[c.control.runs].seeds)) \
                 if c.control is not None else []
             if lacking:
@@ -333,6 +344,12 @@ def load_suite(source: str | None = None, check_configs: bool = True) -> Suite:
                 raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: min_seeds {c.min_seeds} > the "
                                   f"{len(paper_seeds)} paper-scale seeds of run set {c.value.runs}: never reproduced "
                                   "at that scale")
+            if c.over_seeds is not None:
+                for label, count in (("report", n), ("paper-scale", len(paper_seeds or value_set.seeds))):
+                    if count < MIN_SEEDS_OVER:
+                        raise ConfigError(f"{where}: finding {finding.name}: criterion {c.name}: over_seeds needs at "
+                                          f"least {MIN_SEEDS_OVER} seeds, run set {c.value.runs} has {count} "
+                                          f"{label} seeds: it could only be undefined")
     unused = sorted(set(suite.runs) - used)
     if unused:
         raise ConfigError(f"{where}: run set {unused[0]!r} is used by no finding")
@@ -446,6 +463,8 @@ def _check_against_configs(suite: Suite, where: str) -> None:
                 raise ConfigError(f"{where}: finding {finding.name}: declared setup {finding.setup!r}, but run set "
                                   f"{name}'s config is the {made!r} setup (experiments.findings_spec.setup_of: {why})")
         for sel_where, sel in selectors_of(finding):
+            _check_config_keys(sel, suite.runs[sel.runs], configs[sel.runs], f"{where}: finding {finding.name}: "
+                               f"{sel_where}")
             kind = kinds[sel.runs]
             if kind is None:
                 continue
@@ -477,6 +496,33 @@ def _check_against_configs(suite: Suite, where: str) -> None:
                                   "run set of a sweep with a controls block")
 
 
+def config_keys(runs: RunSetSpec, cfg: RunConfig | None) -> set[str]:
+    """The keys a selector's `config:` filter or `across` may name for a run set's runs, as the suite reads their
+    configs (`experiments.findings.RunRecord.config`): an analytic set's `seed` and `args.<name>`, else every
+    flattened key of the set's config and every axis of its sweep."""
+    from conceptlab.store.index import flatten
+
+    if cfg is None:
+        return {"seed", *(f"args.{k}" for k in runs.args)}
+    keys = set(flatten(cfg.model_dump(mode="json")))
+    if runs.sweep is not None:
+        spec = parse_spec(runs.sweep)
+        keys |= set(spec.grid) | {k for z in spec.zip for k in z}
+    return keys
+
+
+def _check_config_keys(sel: Selector, runs: RunSetSpec, cfg: RunConfig | None, label: str) -> None:
+    """Refuse a `config:` or `across` key that no run of the set has (a typo would pick no run: every seed not
+    measured)."""
+    known = config_keys(runs, cfg)
+    for key in [*sel.config, *([sel.across] if sel.across is not None else [])]:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=3)
+            raise ConfigError(f"{label}: config key {key!r} is not a key of run set {sel.runs}'s configs"
+                              + (f" (did you mean {', '.join(close)}?)" if close else "")
+                              + "; name a flattened config key, e.g. data.image_size")
+
+
 def column_declared(column: str, declared) -> bool:
     """Whether `column` is one of a table's declared columns (`<name>` in a declared column matches a name part)."""
     return any(re.fullmatch(re.sub(r"<[^>]+>", r"[A-Za-z0-9_]+", re.escape(d).replace(r"\<", "<").replace(r"\>", ">")),
@@ -499,7 +545,11 @@ def claim_criteria(suite: Suite, finding: FindingSpec) -> list[CriterionSpec]:
     out = list(finding.criteria)
     if finding.claims_from is None:
         return out
-    spec = parse_spec(suite.runs[finding.claims_from].sweep).controls
+    sweep = suite.runs[finding.claims_from].sweep
+    spec = None if sweep is None else parse_spec(sweep).controls
+    if spec is None:
+        raise ConfigError(f"finding {finding.name}: claims_from {finding.claims_from!r} must be a run set of a sweep "
+                          "with a controls block")
     for claim in spec.claims:
         value = Selector(runs=finding.claims_from, path=".".join(spec.value_path(claim, "trained")))
         control = (None if claim.control is None else

@@ -63,10 +63,18 @@ STATISTIC_NAMES = {"median_absolute_deviation": "median absolute deviation"}
 STATISTIC_SHORT = {"median_absolute_deviation": "MAD"}
 
 
+def stat_text(stat: dict, side: str) -> str:
+    """One side's statistic over the seeds: a range "0–200" where its censored seeds leave it open (the criterion is
+    decided at its least favourable end), one number where they do not, "undefined" where it has none."""
+    low_high = stat.get(f"{side}_range")
+    if low_high and low_high[0] is not None and low_high[1] is not None and low_high[0] != low_high[1]:
+        return f"{_num(low_high[0])}–{_num(low_high[1])}"
+    return _num(stat[side], undefined="undefined")
+
+
 def _over_seeds(c: dict, side: str) -> str:
     stat = c["statistic"]
-    return (f"{_num(stat[side], undefined='undefined')} ({STATISTIC_SHORT.get(stat['name'], stat['name'])} over "
-            f"{len(c['seeds'])} seeds)")
+    return f"{stat_text(stat, side)} ({STATISTIC_SHORT.get(stat['name'], stat['name'])} over {len(c['seeds'])} seeds)"
 
 
 def value_text(c: dict) -> str:
@@ -396,8 +404,7 @@ def finding_figure(f: dict) -> Figure:
         line = f"passed {_passed(c)}"
         if c.get("statistic"):  # decided over the seeds: say on what
             stat = c["statistic"]
-            line += (f"; spread (MAD) {_num(stat['value'], undefined='undefined')} vs "
-                     f"{_num(stat['control'], undefined='undefined')}")
+            line += f"; spread (MAD) {stat_text(stat, 'value')} vs {stat_text(stat, 'control')}"
         ax.set_title(f"{name}\n{line}", fontsize=7)
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(crit):]:

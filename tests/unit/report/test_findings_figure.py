@@ -25,3 +25,16 @@ def test_a_censored_seed_that_passes_is_filled_and_one_that_fails_is_open():
     legend = next(t.get_text() for t in fig.texts if "filled" in t.get_text())
     assert "filled: the seed passes" in legend.replace("\n", " ")
     plt.close(fig)
+
+
+def test_a_statistic_left_open_by_censored_seeds_is_shown_as_its_range():
+    """A criterion over the seeds is decided at the least favourable ends of each side's range (censored seeds at any
+    step past the last seen); its text shows the ranges, not the one end it was decided at."""
+    from conceptlab.report.findings import control_text, value_text
+
+    c = {"seeds": [100, 101, 102, 103, 104], "control": {"runs": "x"},
+         "statistic": {"name": "median_absolute_deviation", "value": 200.0, "control": 0.0,
+                       "value_range": [0.0, 200.0], "control_range": [0.0, 400.0]}}
+    assert value_text(c) == "0–200 (MAD over 5 seeds)" and control_text(c) == "0–400 (MAD over 5 seeds)"
+    closed = {**c, "statistic": {**c["statistic"], "value_range": [200.0, 200.0], "control_range": None}}
+    assert value_text(closed) == "200 (MAD over 5 seeds)" and control_text(closed) == "0 (MAD over 5 seeds)"
