@@ -233,11 +233,15 @@ class ConceptSpaceStudy(StudyBase):
 
     def check(self, cfg, dgp, model) -> None:
         """The intervention sites and prompt variants; a warning on stderr where the data lie outside what the
-        concept probe was trained on (`probe_range_warnings`)."""
+        probe was trained on (`range_warnings`)."""
         check_sites(cfg, model)
         check_prompt_variants(cfg, dgp, model)
-        for line in probe_range_warnings(cfg):
+        for line in self.range_warnings(cfg):
             Console(stderr=True).print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+    def range_warnings(self, cfg) -> list[str]:
+        """Where the run's data lie outside what its probe was trained on (`probe_range_warnings`)."""
+        return probe_range_warnings(cfg)
 
     def headline(self, cfg, dgp: ShapesDGP) -> str:
         held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"

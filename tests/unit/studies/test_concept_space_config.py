@@ -48,3 +48,11 @@ def test_headline_names_the_training_classes():
     cfg = load_config("micro", [THREE, "data.held_out_classes=[111]"])
     line = concept_space.STUDY.headline(cfg, ShapesDGP(cfg.data))
     assert line.startswith("7 training classes (000, 001, 010, 011, 100, 101, 110), held out 111")
+
+
+def test_the_celeba_study_checks_no_shapes_probe_range():
+    """The celeba study shares the shapes study's check; its data have no separations or jitter (its face probe is
+    trained on the data's own images), so the probe-range warning is the shapes study's alone."""
+    from conceptlab.studies.celeba import STUDY as CELEBA
+
+    assert CELEBA.range_warnings(load_config("celeba-micro")) == []
