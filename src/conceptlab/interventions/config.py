@@ -156,6 +156,16 @@ class InterventionsConfig(StrictConfig):
         default_factory=list, description="your own interventions, by import path"
     )
 
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _no_boolean_codes(cls, v):
+        """A boolean (YAML's true, yes, on) is no class code, though Python reads it as the int 1."""
+        if isinstance(v, list):
+            for i, code in enumerate(v):
+                if isinstance(code, bool):
+                    raise ValueError(f"item {i} is {code}, a boolean, not a class code (one 0/1 digit per concept)")
+        return v
+
     @model_validator(mode="after")
     def _distinct_custom_names(self) -> "InterventionsConfig":
         taken = {"naive", "naive_repeats", "over_prompting", "linear", "embedding_shift", "patching", "cfg"}
