@@ -30,6 +30,11 @@ from itertools import product
 import numpy as np
 
 
+# the fit's search box, in the units it searches (span = the last step − t_start): a; k·span; (t0 − t_start)/span;
+# η·span (a, k and η searched in log)
+FIT_BOUNDS = {"a": (0.02, 50.0), "k": (0.1, 1e3), "t0": (-0.5, 1.5), "eta": (0.01, 1e3)}
+
+
 @dataclass(frozen=True)
 class GatedFlowParams:
     """a: concept-signal ratio; k: gate sharpness; t0: gate opening time; eta: learning rate."""
@@ -115,8 +120,10 @@ def fit_gated_flow(
             GatedFlowParams(a, 10.0 / span, t_start + f * span, 10.0 / span)
             for a, f in product((0.5, 2.0), (0.3, 0.6))
         ]
-    lower = np.array([np.log(0.02), np.log(0.1), -0.5, np.log(0.01)])
-    upper = np.array([np.log(50.0), np.log(1e3), 1.5, np.log(1e3)])
+    lower = np.array([np.log(FIT_BOUNDS["a"][0]), np.log(FIT_BOUNDS["k"][0]), FIT_BOUNDS["t0"][0],
+                      np.log(FIT_BOUNDS["eta"][0])])
+    upper = np.array([np.log(FIT_BOUNDS["a"][1]), np.log(FIT_BOUNDS["k"][1]), FIT_BOUNDS["t0"][1],
+                      np.log(FIT_BOUNDS["eta"][1])])
     best = None
     from scipy.optimize import least_squares  # lazy: docs/benchmarks.md, "Command start-up"
 
@@ -135,6 +142,26 @@ def fit_gated_flow(
         rmse=float(np.sqrt(ss_res / c.size)),
         r2=1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan"),
     )
+
+
+def params_at_bounds(params: GatedFlowParams, span: float, t_start: float = 0.0, tolerance: float = 1e-3) -> list[str]:
+    """The parameters a fit left on the edge of its search box (`FIT_BOUNDS`; `span` = the fitted steps' last −
+    `t_start`), within `tolerance` of the box's width in the searched units (log for a, k, η): such a fit is the
+    best the box allowed, so its R² says how close the curve came, not that the gate model's parameters were found.
+    The tolerance covers the rounding of a stored fit (a to 4 decimals, t0 to 0.1 step)."""
+    if span <= 0:
+        raise ValueError(f"span must be positive, got {span}")
+    scaled = {"a": params.a, "k": params.k * span, "t0": (params.t0 - t_start) / span, "eta": params.eta * span}
+    out = []
+    for name, (low, high) in FIT_BOUNDS.items():
+        x = scaled[name]
+        if name == "t0":
+            near = min(abs(x - low), abs(x - high)) <= tolerance * (high - low)
+        else:
+            near = x > 0 and min(abs(np.log(x / low)), abs(np.log(x / high))) <= tolerance * np.log(high / low)
+        if near:
+            out.append(name)
+    return out
 
 
 @dataclass(frozen=True)

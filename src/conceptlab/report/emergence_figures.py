@@ -123,7 +123,7 @@ def plot_trajectory_turn(
     target: str,
     turn_step: float | None = None,
     memorization: tuple[float, float] | None = None,
-    fit: tuple[np.ndarray, np.ndarray, float] | None = None,
+    fit: tuple | None = None,
     target_name: str | None = None,
     value_names: list[str] | None = None,
     hidden: int = 0,
@@ -131,8 +131,9 @@ def plot_trajectory_turn(
 ) -> Figure:
     """Left: the target's naive trajectory in concept space (1 = target value), coloured by step with arrows
     forward in training, turn and memorization marked. Right: both coordinates vs step with the gated-flow fit
-    (`fit` = (steps, fitted [steps, 2], R²)), its R² in the legend; a fit with R² < `poor_r2` is drawn thin and
-    grey-dashed and flagged as not describing the data. `value_names`: the target's value of each concept (blue,
+    (`fit` = (steps, fitted [steps, 2], R²[, the parameters left at the fit's search bounds])), its R² in the title;
+    a fit with R² < `poor_r2` is drawn thin and grey-dashed and flagged as not describing the data, and parameters
+    at a bound are named (the best the search box allowed, not parameters found). `value_names`: the target's value of each concept (blue,
     small); `hidden`: checkpoints left out for want of a valid image (said under the figure)."""
     label = nm.class_label(target, {target: target_name} if target_name else None, with_code=True)
     values = value_names or [f"{nm.human(c)} = target" for c in concepts]
@@ -173,7 +174,10 @@ def plot_trajectory_turn(
                       lw=0.9 if poor else 1.3, label=f"P({value}), gated-flow fit")
     if fit is not None:
         verdict = f"R² = {fit[2]:.2f}" + (f" < {poor_r2:g}: the fit does not describe the data" if poor else "")
-        ax_t.set_title(f"gated-flow fit, {verdict}", color="#B00000" if poor else "black")
+        bound = list(fit[3]) if len(fit) > 3 else []
+        if bound:
+            verdict += f"; {', '.join(bound)} at the search bound"
+        ax_t.set_title(f"gated-flow fit, {verdict}", color="#B00000" if poor or bound else "black")
     else:
         ax_t.set_title("coordinates over training (no fit)")
     if turn_step is not None:

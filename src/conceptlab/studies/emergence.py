@@ -331,7 +331,7 @@ def emergence_figures(
     emergence: dict[str, Any],
 ) -> dict[str, Any]:
     """Scores vs step, trajectory with turn (+ ODE fit) per target, and samples per variant (file name → figure)."""
-    from conceptlab.analysis.phenomenology import GatedFlowParams, simulate
+    from conceptlab.analysis.phenomenology import GatedFlowParams, params_at_bounds, simulate
     from conceptlab.report.emergence_figures import plot_intervention_scores, plot_trajectory_turn
     from conceptlab.report.figures import plot_samples
 
@@ -354,7 +354,7 @@ def emergence_figures(
             if "a" in fit:
                 params = GatedFlowParams(fit["a"], fit["k"], fit["t0"], fit["eta"])
                 dense = np.linspace(steps[0], steps[-1], 200)
-                fitted = (dense, simulate(params, dense), fit["r2"])
+                fitted = (dense, simulate(params, dense), fit["r2"], params_at_bounds(params, float(steps[-1])))
             phase = entry.get("memorization")
             values = [names[int(target[k])] if (names := value_names.get(c)) else f"{c} = {target[k]}"
                       for k, c in enumerate(concepts)]

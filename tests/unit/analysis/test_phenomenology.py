@@ -7,7 +7,7 @@ import pytest
 
 from scipy.special import expit
 
-from conceptlab.analysis.phenomenology import GatedFlowParams, fit_gated_flow, simulate
+from conceptlab.analysis.phenomenology import GatedFlowParams, fit_gated_flow, params_at_bounds, simulate
 
 TRUE = GatedFlowParams(a=2.0, k=0.01, t0=1200.0, eta=0.004)
 STEPS = np.arange(0, 3001, 100, dtype=float)
@@ -34,6 +34,22 @@ def test_fit_recovers_known_parameters_from_noisy_data():
     assert p.eta == pytest.approx(TRUE.eta, rel=0.2)
     assert fit.rmse < 0.015 and fit.r2 > 0.98
     assert fit.fitted.shape == data.shape
+
+
+def test_a_fit_left_on_the_edge_of_its_search_box_is_named():
+    """A recovered fit lies inside the box; a trajectory the gate model cannot describe (a straight climb of one
+    coordinate, the other flat) pushes parameters to the box's edge, and the stored, rounded values still say so."""
+    rng = np.random.default_rng(0)
+    inside = fit_gated_flow(STEPS, simulate(TRUE, STEPS) + rng.normal(0.0, 0.01, (STEPS.size, 2)))
+    span = STEPS[-1]
+    assert params_at_bounds(inside.params, span) == []
+    assert params_at_bounds(GatedFlowParams(a=50.0, k=0.01, t0=round(-0.5 * span, 1), eta=0.004), span) == ["a", "t0"]
+    assert params_at_bounds(GatedFlowParams(a=round(0.0200004, 4), k=1e3 / span, t0=1200.0, eta=0.01 / span),
+                            span) == ["a", "k", "eta"]
+    flat = np.stack([np.linspace(0.5, 0.5, STEPS.size), np.linspace(0.5, 0.0, STEPS.size)], 1)
+    assert params_at_bounds(fit_gated_flow(STEPS, flat).params, span) != []
+    with pytest.raises(ValueError, match="span"):
+        params_at_bounds(TRUE, 0.0)
 
 
 def test_bad_input():

@@ -139,6 +139,9 @@ def test_trajectory_fit_is_drawn_with_its_r2_and_flagged_when_poor(r2, flagged):
                                ["blue", "small"])
     assert "memorization, step 300" in legend_texts(one)  # one checkpoint, not "steps 300–300"
     matplotlib.pyplot.close(one)
+    pinned = plot_trajectory_turn(steps, points, ["color", "size"], "11", 400.0, None, (*fit, ["a", "t0"]))
+    assert pinned.axes[1].get_title().endswith("a, t0 at the search bound")  # the best the box allowed, said
+    matplotlib.pyplot.close(pinned)
 
 
 def test_abstractions_panels_wrap_two_across_with_human_names():
