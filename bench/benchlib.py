@@ -6,7 +6,8 @@ The rule every bench follows: a speed claim is a ratio against a reference measu
 interleaved (A B A B …, at least 3 repetitions each), reported as min / median / max, never a constant measured
 elsewhere. The reference regime (the authors' code as the spec describes it):
 
-- the same network (`build_network` of the preset's `model`), fp32, eager, default memory format;
+- the same network (`build_network` of the preset's `model`, with torch's Bernoulli dropout whatever
+  `model.dropout_mask` says), fp32, eager, default memory format;
 - the VDM loss: antithetic times, learned linear γ(t) = b + |w|t, ε̂ = UNet(z_t, (γ_t − γ_min)/(γ_max − γ_min)) + z_t,
   diffusion + prior + Gaussian reconstruction terms in bits per dim;
 - AdamW (the preset's lr and weight decay, torch's default implementation), global grad-norm clip (the preset's);
@@ -189,12 +190,15 @@ def reference_model(cfg, net: nn.Module) -> ReferenceVDM:
 
 
 def ours_and_reference(cfg, dgp):
-    """Our model as a run builds it and the reference VDM around a second network holding the same weights."""
+    """Our model as a run builds it and the reference VDM around a second network holding the same weights, with
+    torch's dropout (a Bernoulli mask) as the authors use it, whatever speed option the preset's `model.dropout_mask`
+    picks for ours."""
     from conceptlab.models.diffusion_model import build_model, build_network
 
     size, channels = cfg.data.image_size, dgp.channels
     ours = build_model(cfg.model, cfg.diffusion, dgp.prompt_dim, size, channels, dgp.attribute_sizes, dgp.null_label)
-    net = build_network(cfg.model, dgp.prompt_dim, channels, dgp.null_label)
+    authors = cfg.model.model_copy(update={"dropout_mask": "bernoulli"})
+    net = build_network(authors, dgp.prompt_dim, channels, dgp.null_label)
     net.load_state_dict(ours.net.state_dict())
     return ours, reference_model(cfg, net)
 

@@ -8,7 +8,7 @@ For each preset (read with `conceptlab.experiments.loading.load_config`) it meas
 - checkpoints: their number (`checkpoint_schedule`) × one save of the weights and the full training state;
 - evaluation: per evaluated checkpoint, the study's own per-checkpoint measurements (shapes: the concept-space
   reading and the interventions; bumps: composition and geometry), timed at 1 and 2 sampler steps and extended
-  linearly to the configured steps (the network passes are the same every step; one untimed call first); those
+  linearly to the configured steps (the network passes are the same every step; one untimed call first at each); those
   that sample nothing (the geometry and its controls) are timed in one call, not again at 2 steps; the bumps
   study's once-only measurements (the final checkpoint's controls, the summary's topology) are counted once.
 
@@ -105,6 +105,38 @@ def measurements(preset: str, overrides: list[str], sample_steps: int, scratch: 
     raise SystemExit(f"{preset}: data.kind {kind} has no evaluation model here")
 
 
+def per_checkpoint_times(preset: str, overrides: list[str], scratch: Path):
+    """({measurement: [seconds at 1 sampler step, at 2] (one entry for those that sample nothing)}, {measurement:
+    its `every`}, the once-only summary measurement or None). Each measurement is called once untimed before it is
+    timed, at 1 and at 2 steps alike (each k builds fresh objects: its first call pays the allocator, kernels and the
+    patching reference's load, which a run pays once, not per step)."""
+    per_ckpt: dict[str, list[float]] = {}
+    every: dict[str, int | None] = {}
+    once = None
+    with torch.no_grad():
+        for k in (1, 2):
+            _, _, _, ms, once = measurements(preset, overrides, k, scratch)
+            for m in ms:
+                if k == 2 and m.name not in SAMPLING:
+                    continue  # its cost does not depend on the sampler's steps: timed once
+                m.measure(1)  # untimed: first-call costs
+                seconds = timed(lambda: m.measure(1))
+                print(f"    ({m.name} at {k} sampler step{'s' if k > 1 else ''}: {seconds:.2f} s)", flush=True)
+                per_ckpt.setdefault(m.name, []).append(seconds)
+                every[m.name] = m.every
+    return per_ckpt, every, once
+
+
+def per_checkpoint_cost(times: list[float], full: int) -> float:
+    """Seconds of one evaluated checkpoint at `full` sampler steps from its times at 1 and 2 steps (a fixed part and
+    a per-step part, extended linearly), or its one time when it samples nothing."""
+    if len(times) == 1:
+        return times[0]
+    t1, t2 = times
+    slope = max(t2 - t1, 0.0)
+    return max(t1 - slope, 0.0) + slope * full
+
+
 def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
     """Print each term of the predicted wall time of one run of `preset`; returns the terms in seconds."""
     cfg, dgp = benchlib.load(preset, overrides)
@@ -159,36 +191,16 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
         terms["checkpoints"] = n_ckpt * save_s
         print(f"  checkpoints: {n_ckpt} x {save_s:.2f} s (weights + training state) = {hms(terms['checkpoints'])}")
 
-        per_ckpt: dict[str, list[float]] = {}
-        once = None
-        with torch.no_grad():
-            for k in (1, 2):
-                cfg_k, _, _, ms, once = measurements(preset, overrides, k, folder)
-                for m in ms:
-                    if k == 2 and m.name not in SAMPLING:
-                        continue  # its cost does not depend on the sampler's steps: timed once
-                    if k == 1:
-                        m.measure(1)  # untimed: first-call costs (allocator, kernels, the patching reference)
-                    seconds = timed(lambda: m.measure(1))
-                    print(f"    ({m.name} at {k} sampler step{'s' if k > 1 else ''}: {seconds:.2f} s)", flush=True)
-                    per_ckpt.setdefault(m.name, []).append(seconds)
-                    per_ckpt[m.name + "/every"] = m.every  # type: ignore[assignment]
+        per_ckpt, every, once = per_checkpoint_times(preset, overrides, folder)
         full = cfg.eval.composition.sample_steps if cfg.data.kind == "bumps" else None
         full = full or cfg.eval.sample_steps or cfg.diffusion.sample_steps
         eval_total = 0.0
-        for name, times in ((n, v) for n, v in per_ckpt.items() if not n.endswith("/every")):
-            every = per_ckpt[name + "/every"]
-            count = evaluated(n_ckpt, every)  # type: ignore[arg-type]
-            depends = name in SAMPLING
-            if depends:
-                t1, t2 = times
-                slope = max(t2 - t1, 0.0)
-                cost = max(t1 - slope, 0.0) + slope * full
-            else:
-                cost = times[0]
+        for name, times in per_ckpt.items():
+            count = evaluated(n_ckpt, every[name])
+            cost = per_checkpoint_cost(times, full)
             eval_total += count * cost
-            how = (f"{t1:.2f} s at 1 sampler step, {t2:.2f} s at 2 -> {cost:.1f} s at {full}" if depends
-                   else f"{cost:.2f} s (no sampling, timed once)")
+            how = (f"{times[0]:.2f} s at 1 sampler step, {times[1]:.2f} s at 2 -> {cost:.1f} s at {full}"
+                   if len(times) == 2 else f"{cost:.2f} s (no sampling, timed once)")
             print(f"  evaluation {name}: {count} checkpoints x {how} = {hms(count * cost)}")
         if once is not None:
             topo_s = timed(once)

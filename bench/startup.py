@@ -53,14 +53,19 @@ def records_as_a_sweep(folder: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps({"runs": [{"run_id": r.name, "values": {}} for r in runs]}))
 
 
-def time_once(src: Path, args: list[str]) -> float:
-    """Wall seconds of one fresh process running `args` with `src` first on the import path."""
+EXIT_CODES = {"missing-run": 2}  # the one-line error the missing-run command is meant to give; every other: 0
+
+
+def time_once(src: Path, args: list[str], expected: int = 0) -> float:
+    """Wall seconds of one fresh process running `args` with `src` first on the import path; SystemExit when it
+    exits with another code than `expected` (a usage error, say, is not timed as the work)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
     began = time.perf_counter()
     done = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=300)
     seconds = time.perf_counter() - began
-    if done.returncode not in (0, 2):  # 2: the one-line error the missing-run command is meant to give
-        raise SystemExit(f"{' '.join(args)} failed under {src}:\n{done.stderr[-2000:]}")
+    if done.returncode != expected:
+        raise SystemExit(f"{' '.join(args)} exited {done.returncode}, not {expected}, under {src}:\n"
+                         f"{done.stderr[-2000:]}")
     return seconds
 
 
@@ -95,12 +100,13 @@ def main() -> None:
         try:
             for name in args.commands:
                 command = [part.replace("{scratch}", scratch) for part in COMMANDS[name]]
+                expected = EXIT_CODES.get(name, 0)
                 for src in sides.values():  # one untimed round: the file cache warm for both
-                    time_once(src, command)
+                    time_once(src, command, expected)
                 times: dict[str, list[float]] = {side: [] for side in sides}
                 for _ in range(args.reps):
                     for side, src in sides.items():
-                        times[side].append(time_once(src, command))
+                        times[side].append(time_once(src, command, expected))
                 print(f"{name}: python {' '.join(command)}")
                 for side, values in times.items():
                     print(f"  {side:<9} {fmt_spread(values, 's')}")

@@ -9,13 +9,16 @@
     out, acts = run.run_with_cache("down.0.blocks.0.hook_out", run.class_prompts(["11"]), step=20, t=0.5)
 
 Everything goes through the same code as the command line (the run driver, the run folder, the study registry);
-nothing here changes global state (no matplotlib backend, no torch settings).
+nothing here changes global state (no matplotlib backend, no torch settings, and the global torch RNG is left as it
+was: training, building a model and drawing prompts use their own seeded draws).
 """
 
 from __future__ import annotations
 
+import copy
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import pandas as pd
 import torch
@@ -41,6 +44,14 @@ def list_presets() -> dict[str, str]:
     return {name: preset_description(name) for name in preset_names()}
 
 
+@contextmanager
+def _own_rng() -> Iterator[None]:
+    """The caller's global torch RNG (CPU and every CUDA device) as it was, whatever is drawn or seeded inside."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
+        yield
+
+
 def _overrides(overrides: dict[str, Any]) -> list[str]:
     """Keyword overrides as `key=value` strings: dotted keys as given (`**{"train.steps": 20}`), or `__` for the dots
     (`train__steps=20`)."""
@@ -58,7 +69,8 @@ def run(config: str | Path | RunConfig, runs_dir: str | Path | None = None, prog
     else:
         cfg = load_config(str(config), _overrides(overrides))
     folder = new_run_dir(Path(runs_dir or cfg.runs_dir), cfg.name)
-    run_experiment(cfg, folder, progress=progress, console=Console(quiet=not progress))
+    with _own_rng():  # the run seeds the global RNG from its config
+        run_experiment(cfg, folder, progress=progress, console=Console(quiet=not progress))
     return load_run(folder)
 
 
@@ -124,8 +136,14 @@ class Run:
         return self._data
 
     def model(self, step: int | None = None, ema: bool | None = None) -> DiffusionModel:
-        """The model at checkpoint `step` (default: the last), in eval mode on the CPU (move it with `.to()`); its
-        EMA weights when it has them, unless `ema=False`. The checkpoint is checked (content and config hash)."""
+        """The model at checkpoint `step` (default: the last), in eval mode on the CPU; its EMA weights when it has
+        them, unless `ema=False`. The checkpoint is checked (content and config hash). Each call returns a copy of
+        its own: move it (`.to()`), train it or hook it freely; `sample`, `run_with_cache` and the rest use the run's
+        copy, on the CPU in eval mode, whatever is done to this one."""
+        return copy.deepcopy(self._model(step, ema))
+
+    def _model(self, step: int | None = None, ema: bool | None = None) -> DiffusionModel:
+        """The run's own model at checkpoint `step` (built and loaded once, never handed out)."""
         steps = self.steps
         if not steps:
             raise FileNotFoundError(f"{self.folder.root} has no checkpoints yet")
@@ -135,7 +153,8 @@ class Run:
         use_ema = self.config.eval.use_ema if ema is None else bool(ema)
         key = (step, use_ema)
         if key not in self._models:
-            model = build_run_model(self.config, self.data)
+            with _own_rng():  # the initial weights (overwritten) are drawn from it
+                model = build_run_model(self.config, self.data)
             tensors, _ = load_checkpoint(dict(self.folder.list_checkpoints())[step], self.config.training_hash())
             load_weights(model, tensors, use_ema=use_ema)
             self._models[key] = model.eval()
@@ -145,13 +164,14 @@ class Run:
         """Prompts [len(classes), D] of class codes (e.g. "11") at their exact concept means (`shapes` data)."""
         if not hasattr(self.data, "class_prompt"):
             raise TypeError(f"data kind {self.config.data.kind} has no class prompts; build prompts with run.data")
-        return torch.stack([self.data.class_prompt(c) for c in classes])
+        with _own_rng():  # a class prompt may draw from it
+            return torch.stack([self.data.class_prompt(c) for c in classes])
 
     def sample(self, prompts: Tensor, step: int | None = None, guidance: float | None = None, steps: int | None = None,
                seed: int = 0) -> Tensor:
         """One image [N, C, S, S] in [0, 1] per prompt row from checkpoint `step`, `steps` sampler steps (default the
         config's), guidance w in the config's convention (default `diffusion.guidance_scale`), seeded."""
-        model = self.model(step)
+        model = self._model(step)
         guidance = self.config.diffusion.guidance_scale if guidance is None else guidance
         null = torch.full((1, prompts.shape[1]), self.config.data.null_value)
         generator = torch.Generator().manual_seed(seed)
@@ -159,7 +179,7 @@ class Run:
 
     def hook_names(self) -> list[str]:
         """Every hook point of the network, in order."""
-        return list(hook_points(self.model().net))
+        return list(hook_points(self._model().net))
 
     @torch.no_grad()
     def run_with_cache(self, names: NameFilter, prompts: Tensor, step: int | None = None, t: float = 0.5,
@@ -167,7 +187,7 @@ class Run:
         """One forward pass of the network at checkpoint `step` and diffusion time t (0 data, 1 noise) on `images`
         ([0, 1], noised to t; default: pure noise) with `prompts`; returns (the network output, {hook name:
         activation}) for the hook points `names` selects (a name, a list, a predicate)."""
-        model = self.model(step)
+        model = self._model(step)
         n = prompts.shape[0]
         generator = torch.Generator().manual_seed(seed)
         eps = torch.randn((n, *model.image_shape), generator=generator)
@@ -190,5 +210,5 @@ class Run:
         prompts, the concept embeddings of the model there and of the reference checkpoint (default the last)."""
         from conceptlab.studies.emergence import intervention_context
 
-        reference = self.model(reference_step)
-        return intervention_context(self.config, self.data, self.model(step), reference)
+        reference = self._model(reference_step)
+        return intervention_context(self.config, self.data, self._model(step), reference)

@@ -69,3 +69,32 @@ def test_importing_the_package_and_its_modules_changes_no_global_state():
     light = subprocess.run([sys.executable, "-c", "import conceptlab, sys; print('torch' in sys.modules)"],
                            capture_output=True, text=True, timeout=60)
     assert light.stdout.strip() == "False"  # `import conceptlab` alone loads nothing heavy
+
+
+def test_the_api_leaves_the_callers_rng_alone_and_a_returned_model_is_the_callers_own(tmp_path):
+    """`run`, `model`, `class_prompts`, `sample` and `run_with_cache` leave the global torch RNG as they found it (the
+    caller's next draw after `manual_seed` is the same); moving or training the model `model()` returns does not
+    change what `sample` and `run_with_cache` give."""
+    def unchanged(fn) -> bool:
+        torch.manual_seed(7)
+        before = torch.get_rng_state().clone()
+        fn()
+        return torch.equal(before, torch.get_rng_state())
+
+    holder = {}
+    assert unchanged(lambda: holder.setdefault("run", conceptlab.run("micro", runs_dir=tmp_path, train__steps=2,
+                                                                     **{"train.checkpoint_steps": [2]})))
+    run = conceptlab.load_run(holder["run"].path)
+    assert unchanged(lambda: run.model(2))  # built (initial weights drawn) and loaded
+    assert unchanged(lambda: run.class_prompts(["11"]))
+    prompts = run.class_prompts(["11"])
+    assert unchanged(lambda: run.sample(prompts, steps=2))
+    assert unchanged(lambda: run.run_with_cache("mid.blocks.0.hook_out", prompts))
+    before = run.sample(prompts, steps=2)
+    _, acts = run.run_with_cache("mid.blocks.0.hook_out", prompts)
+    mine = run.model()
+    mine.to(torch.float64).train()  # stands in for .to("cuda"): nn.Module.to moves in place
+    assert torch.equal(run.sample(prompts, steps=2), before)
+    assert torch.equal(run.run_with_cache("mid.blocks.0.hook_out", prompts)[1]["mid.blocks.0.hook_out"],
+                       acts["mid.blocks.0.hook_out"])
+    assert not run.model().training and next(run.model().parameters()).dtype == torch.float32

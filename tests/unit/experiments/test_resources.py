@@ -84,3 +84,20 @@ def test_a_run_over_the_cap_is_refused_naming_its_keys_and_values(monkeypatch):
     assert "\n" not in line
     monkeypatch.setenv(CAP_ENV, "100")
     assert check_memory(load_config("micro")).peak < 2e9
+
+
+def test_the_largest_evaluation_pass_is_the_one_a_cpu_run_samples(monkeypatch):
+    """hidden-emergence-paper on a CPU samples the interventions `cpu_max_batch` images at a time, and its diffusers
+    scale 1.0 is plain conditional sampling (no unconditional pass): its largest pass is not doubled, nor sized at the
+    GPU's `max_batch`; classifier-free guidance variants do double it."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cfg = load_config("hidden-emergence-paper")
+    iv = cfg.eval.interventions
+    assert iv.cpu_max_batch is not None and iv.cpu_max_batch < iv.max_batch and iv.cfg is None
+    needs = study_for("shapes").memory_needs(cfg)
+    largest = max(cfg.eval.samples_per_class * 2 ** len(cfg.data.concepts), iv.cpu_max_batch, iv.samples)
+    assert needs.eval_batch == largest <= 128
+    guided = load_config("hidden-emergence-paper", ["eval.interventions.cfg={scales: [3.0]}", "diffusion.cfg_dropout=0.1"])
+    assert study_for("shapes").memory_needs(guided).eval_batch == 2 * largest
