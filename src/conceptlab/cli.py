@@ -533,12 +533,16 @@ def _print_matched(v: dict) -> None:
                       f"{null['new_sign_test_any']:.1%}")
     spreads = {x: g for x, g in matched.items() if "spread" in g}
     if spreads:
-        def mad(x: float | None) -> str:
-            return "undefined" if x is None else "never (∞)" if math.isinf(x) else f"{x:g}"
+        def mad(x: list | None) -> str:
+            if x is None:
+                return "undefined"
+            low, high = (f"{v:g}" if not math.isinf(v) else "∞" for v in x)
+            return low if low == high else f"{low}–{high}"
 
         steadier = null.get("spread_steadier") or {}
-        console.print("  the seeds' spread of each emergence step (median absolute deviation; the findings suite's "
-                      "'steadier than behavior'): " + "; ".join(
+        console.print("  the seeds' spread of each emergence step (median absolute deviation, over the steps the "
+                      "seeds that never emerged may truly have; the findings suite's 'steadier than behavior' "
+                      "compares the ranges' least favourable ends): " + "; ".join(
                           f"{x} {mad(g['spread'])} vs its matched baseline {mad(g['baseline_spread'])}"
                           + (f" (under the null: steadier in {steadier[x]:.1%})" if x in steadier else "")
                           for x, g in spreads.items()), highlight=False)
@@ -657,36 +661,58 @@ def _percolation_fits(sizes: list[float], thresholds: list[float], spacing: floa
 def _predict_paper_scale(p, console) -> float | None:
     """Predicted seconds of a paper-scale plan on this machine from the performance bench's predictor
     (bench/predict_run_time.py, measured now: one timed training step and the evaluation at 1–2 sampler steps per
-    run set, times its runs); None when the bench is not in this checkout."""
-    import importlib.util
-
+    distinct run config of each run set, i.e. its sweep's runs up to their seeds, times the runs of that config);
+    None when the bench is not in this checkout."""
     bench = Path(__file__).resolve().parents[2] / "bench"
     if not (bench / "predict_run_time.py").is_file():
         return None
     sys.path.insert(0, str(bench))
     try:
-        spec = importlib.util.spec_from_file_location("predict_run_time", bench / "predict_run_time.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        predict = _paper_predictor(bench / "predict_run_time.py")
         total = 0.0
         for s in p.sets.values():
             if s.sweep is None:
                 continue
-            source = s.spec.paper
-            base = source.preset or _sweep_base(source.sweep)
-            terms = module.predict(base, list(source.overrides), 1)
-            total += sum(terms.values()) * len(s.sweep.runs)
-            console.print(f"run set {s.name}: {len(s.sweep.runs)} runs × {sum(terms.values()) / 3600:.1f} h",
-                          markup=False)
+            for base, overrides, settings, count in _distinct_run_configs(s.sweep):
+                seconds = sum(predict(base, overrides, 1).values())
+                total += seconds * count
+                label = f" ({settings})" if settings else ""
+                console.print(f"run set {s.name}{label}: {count} runs × {seconds / 3600:.1f} h", markup=False)
         return total
     finally:
         sys.path.remove(str(bench))
 
 
-def _sweep_base(sweep: str) -> str:
-    from conceptlab.experiments.sweep import parse_spec
+def _paper_predictor(path: Path):
+    """`predict(preset, overrides, timed_steps)` of the bench's predictor at `path` (its terms in seconds)."""
+    import importlib.util
 
-    return parse_spec(sweep).base
+    spec = importlib.util.spec_from_file_location("predict_run_time", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.predict
+
+
+def _distinct_run_configs(sweep) -> list[tuple[str, list[str], str, int]]:
+    """The run configs of an expanded sweep up to their seeds (`findings.config_shape`), each as (base, the
+    overrides that give it: the spec's, the command line's, then its axis values, its axis values as text, how many
+    runs have it), in manifest order."""
+    import json
+
+    from conceptlab.experiments.findings import config_shape
+    from conceptlab.experiments.sweep import SEED_KEYS
+
+    groups: dict[str, tuple[str, list[str], str, int]] = {}
+    for r in sweep.runs:
+        shape = config_shape(r.config.model_dump(mode="json"))
+        if shape in groups:
+            base, overrides, settings, count = groups[shape]
+            groups[shape] = (base, overrides, settings, count + 1)
+            continue
+        values = {k: v for k, v in r.values.items() if k not in SEED_KEYS.values()}
+        axes = [f"{k}={json.dumps(v)}" for k, v in values.items()]
+        groups[shape] = (sweep.spec.base, [*sweep.spec.overrides, *sweep.overrides, *axes], " ".join(axes), 1)
+    return list(groups.values())
 
 
 def _print_unfinished(p) -> None:

@@ -124,7 +124,7 @@ def test_straight_path_turn_reads_the_trajectory_and_its_null_per_seed(tmp_path)
     empty = tmp_path / "empty"
     empty.mkdir()
     assert straight_path_turn([RunRecord("e", 102, {}, {}, empty)]) == {102: NOT_MEASURED}
-    assert straight_path_turn([_trajectory_run(tmp_path, "short", 103, l_turn[:2])]) == {103: None}
+    assert straight_path_turn([_trajectory_run(tmp_path, "short", 103, l_turn[:2])]) == {103: NOT_MEASURED}  # too short to test: not measured, never censored
     with pytest.raises(ValueError, match="part"):
         straight_path_turn(runs, part="median")
 
@@ -179,7 +179,7 @@ def test_replicate_stream_turn_pools_every_naive_stream_and_reads_its_sign_flip_
     sparse = _streams_run(tmp_path, "sparse", 103, l_turn, valid=[0.2, 1, 1, 1, 1, 1, 1])
     assert list(naive_stream_readings(sparse.folder, "11", 0.25)[0]) == [200.0, 300.0, 400.0, 500.0, 600.0, 700.0]
     four = _streams_run(tmp_path, "four", 104, l_turn, streams=4)
-    assert replicate_stream_turn([four]) == {104: None}  # 4 streams: 16 patterns, the test is not run
+    assert replicate_stream_turn([four]) == {104: NOT_MEASURED}  # 4 streams: 16 patterns, the test is not run
     empty = tmp_path / "empty"
     empty.mkdir()
     assert replicate_stream_turn([RunRecord("e", 105, {}, {}, empty)]) == {105: NOT_MEASURED}
@@ -209,7 +209,7 @@ def test_checkpoint_noise_turn_reads_the_pooled_streams_and_does_not_call_a_one_
     assert checkpoint_noise_turn(runs, part="p", hold=1)[102] <= 0.05  # without the hold the swing would
     assert checkpoint_noise_turn(runs, part="p") == p  # the null's stream is fixed per seed
     short = _streams_run(tmp_path, "short", 103, l_turn[:4], streams=2)
-    assert checkpoint_noise_turn([short]) == {103: None}  # 4 checkpoints: undefined
+    assert checkpoint_noise_turn([short]) == {103: NOT_MEASURED}  # 4 checkpoints: undefined, not censored
     empty = tmp_path / "empty"
     empty.mkdir()
     assert checkpoint_noise_turn([RunRecord("e", 104, {}, {}, empty)]) == {104: NOT_MEASURED}
@@ -284,7 +284,7 @@ def test_independent_sigmoids_r2_is_read_from_the_held_out_trajectory(tmp_path):
     runs = [_trajectory_run(tmp_path, "own", 100, own)]
     # the fixture's checkpoints are at steps 100, 200, …: midpoints 400 and 600
     assert independent_sigmoids_r2(runs)[100] > 0.95
-    assert independent_sigmoids_r2([_trajectory_run(tmp_path, "short", 101, own[:4])]) == {101: None}
+    assert independent_sigmoids_r2([_trajectory_run(tmp_path, "short", 101, own[:4])]) == {101: NOT_MEASURED}
     empty = tmp_path / "empty"
     empty.mkdir()
     assert independent_sigmoids_r2([RunRecord("e", 102, {}, {}, empty)]) == {102: NOT_MEASURED}

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from conceptlab.analysis.emergence import emergence_step, wilson_interval
-from conceptlab.analysis.finding_criteria import over_seeds_range, over_seeds_statistic
+from conceptlab.analysis.finding_criteria import over_seeds_range
 
 
 @dataclass(frozen=True)
@@ -172,19 +172,18 @@ def _emerged_index(scores: np.ndarray, rule: EmergenceRule, n: int) -> np.ndarra
     return out
 
 
-def seed_spread(steps: Sequence[float | None]) -> float | None:
-    """The seeds' spread of an emergence step as the findings suite reads it: the median absolute deviation, a seed
-    that never emerged (NaN or None) counting as +inf (`analysis.finding_criteria.over_seeds_statistic`); None where
-    it is undefined."""
-    return over_seeds_statistic([math.inf if x is None or math.isnan(x) else float(x) for x in steps])
+def seed_spread(steps: Sequence[float | None]) -> tuple[float, float] | None:
+    """The seeds' spread of an emergence step as the findings suite reads it: the median absolute deviation, as
+    (lowest, highest) over the true steps the seeds that never emerged (NaN or None) may have, from the largest step
+    seen to +inf (`analysis.finding_criteria.over_seeds_range`); None where it is undefined."""
+    return over_seeds_range([math.inf if x is None or math.isnan(x) else float(x) for x in steps])
 
 
 def _steadier(x_steps: np.ndarray, baseline_steps: np.ndarray) -> bool:
     """Whether X's emergence steps over the runs spread at least one step less than its baseline's, decided as the
     findings suite decides it: at the least favourable ends of each side's range over the true steps its
     never-emerged runs may have (`analysis.finding_criteria.over_seeds_range`)."""
-    a, b = (over_seeds_range([math.inf if x is None or math.isnan(x) else float(x) for x in steps])
-            for steps in (x_steps, baseline_steps))
+    a, b = seed_spread(x_steps), seed_spread(baseline_steps)
     return a is not None and b is not None and b[0] - a[1] >= 1
 
 

@@ -45,7 +45,7 @@ from torch import Tensor
 
 from conceptlab.config_base import DataSection
 from conceptlab.data.labelled import unit_float
-from conceptlab.data.shapes import ConceptDataset, binary_codes, codes_as_strings, seeded_generator
+from conceptlab.data.shapes import ConceptDataset, binary_codes, check_class_list, codes_as_strings, seeded_generator
 
 ENV = "CONCEPTLAB_CELEBA"
 ATTRIBUTE_FILES = ("list_attr_celeba.txt", "list_attr_celeba.csv")
@@ -98,10 +98,7 @@ class CelebADataConfig(DataSection):
     @model_validator(mode="after")
     def _classes_valid(self) -> "CelebADataConfig":
         n = len(self.concepts)
-        for code in self.held_out_classes:
-            if len(code) != n or set(code) - {"0", "1"}:
-                raise ValueError(f"held_out_classes: {code!r} must be {n} digits of 0/1 (one per concept "
-                                 f"{self.concepts})")
+        check_class_list("held_out_classes", self.held_out_classes, self.concepts)
         if len(set(self.held_out_classes)) == 2**n:
             raise ValueError("held_out_classes holds out every class: nothing is left to train on")
         return self

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -51,6 +51,16 @@ def check_class_code(where: str, code: str, concepts: list[str]) -> None:
                          f"{concepts})")
 
 
+def check_class_list(where: str, codes: list[str], concepts: list[str]) -> None:
+    """Refuse (ValueError, one line naming `where`) a list of class codes with a code that is not one 0/1 digit per
+    concept, or a code listed twice (it would count twice: a doubled class weight, a target evaluated twice)."""
+    for code in codes:
+        check_class_code(where, code, concepts)
+    twice = sorted({c for c in codes if codes.count(c) > 1})
+    if twice:
+        raise ValueError(f"{where}: class codes {twice} are listed more than once; list each class once")
+
+
 def codes_as_strings(data, fields: tuple[str, ...], default_width: int):
     """A raw data section with the class codes of `fields` as strings (`code_as_string`): YAML reads a code such
     as 10 or 11 as an int, turned back into one digit per concept (`concepts`' length, else `default_width`)."""
@@ -72,6 +82,9 @@ class ShapesDataConfig(DataSection):
     """
 
     added_fields = ("mask_value",)
+
+    labels_survive_hflip: ClassVar[bool] = True  # color, size, background, shape: a mirrored scene keeps them (the
+    # centre is drawn from a symmetric range and is in no prompt; circles and apex-up triangles are mirror-symmetric)
 
     kind: Literal["shapes"] = "shapes"
     concepts: list[Concept] = Field(default_factory=lambda: ["color", "size"], min_length=1)
@@ -141,13 +154,8 @@ class ShapesDataConfig(DataSection):
     def _classes_valid(self) -> "ShapesDataConfig":
         for field in ("train_classes", "held_out_classes"):
             codes = getattr(self, field)
-            if codes is None:
-                continue
-            for code in codes:
-                check_class_code(field, code, self.concepts)
-            twice = sorted({c for c in codes if codes.count(c) > 1})
-            if twice:
-                raise ValueError(f"{field}: class codes {twice} are listed more than once; list each class once")
+            if codes is not None:
+                check_class_list(field, codes, self.concepts)
         if self.train_classes is not None and self.held_out_classes is not None:
             both = sorted(set(self.train_classes) & set(self.held_out_classes))
             if both:

@@ -187,6 +187,11 @@ class RunConfig(StrictConfig):
                              f"data.kind={kind} do not survive a flip (a position or an orientation would no longer "
                              f"match the image): set train.hflip=0")
         study.complete_config(self)
+        if self.diffusion.process == "ddpm":  # every sampler grid on the chain's steps, refused before training
+            for key, steps in study.sample_step_settings(self).items():
+                if steps and self.diffusion.ddpm_steps % steps:
+                    raise ValueError(f"{key}={steps} must divide diffusion.ddpm_steps={self.diffusion.ddpm_steps} "
+                                     "(a DDPM sampler takes every (T/steps)-th step of the chain)")
         return self
 
     def training_hash(self) -> str:

@@ -193,8 +193,8 @@ def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: Emerge
     for name, g in rows.groupby("intervention", sort=False):
         out["matched"][str(name)] = {"k": int(g["k"].iloc[0]),
                                      **summarize_gaps(list(zip(g["gap_low"], g["gap_high"]))),
-                                     "spread": seed_spread(g["emergence_step"].tolist()),
-                                     "baseline_spread": seed_spread(g["baseline_step"].tolist())}
+                                     "spread": _listed(seed_spread(g["emergence_step"].tolist())),
+                                     "baseline_spread": _listed(seed_spread(g["baseline_step"].tolist()))}
     runs = sorted(group["run"].unique())
     try:
         pools, steps, n = naive_pools(root, runs, target)
@@ -231,3 +231,8 @@ def _mean_std(values: pd.Series, digits: int = 1) -> list[float | None]:
     if v.empty:
         return [None, None]
     return [round(float(v.mean()), digits), round(float(v.std(ddof=1)), digits) if len(v) > 1 else None]
+
+
+def _listed(low_high: tuple[float, float] | None) -> list[float] | None:
+    """A (low, high) range as JSON keeps it ([low, high]; inf as the summary's other infinite steps)."""
+    return None if low_high is None else [float(low_high[0]), float(low_high[1])]

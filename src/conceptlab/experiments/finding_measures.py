@@ -277,7 +277,11 @@ def _turn_test(folder: str, stamp: float, target: str, draws: int, seed: int):
     if not isinstance(read, tuple):
         return read
     steps, points, counts = read
-    return None if len(steps) < 3 else turn_test(steps, points, counts, draws=draws, seed=seed)
+    if len(steps) < 3:
+        from conceptlab.analysis.finding_criteria import NOT_MEASURED
+
+        return NOT_MEASURED  # no test to make: never read as censored
+    return turn_test(steps, points, counts, draws=draws, seed=seed)
 
 
 def straight_path_turn(runs: list, target: str = "11", part: str = "observed", draws: int = 999,
@@ -286,7 +290,7 @@ def straight_path_turn(runs: list, target: str = "11", part: str = "observed", d
     the 95th percentile of the bow of a straight path redrawn at the run's sampling resolution (`part` "null_q95";
     its binding null, `analysis.turn_null.turn_test`). The null's random stream is `seed` + the run's seed.
     Checkpoints read from fewer than max(2, 25% of the generations) valid images are left out (one image's reading
-    would anchor the chord). Not measured when the run lacks its concept-space table or the target; None when the
+    would anchor the chord). Not measured when the run lacks its concept-space table or the target, or when the
     test is undefined (fewer than three checkpoints left, or a path that ends where it started)."""
     parts = {"observed": "bow", "null_q95": "bow_null_q95"}
     if part not in parts:
@@ -296,7 +300,7 @@ def straight_path_turn(runs: list, target: str = "11", part: str = "observed", d
 
 def _test_part(runs: list, table: str, cached_test, attribute: str, *args, seed: int) -> dict[int, Any]:
     """Per seed: `attribute` of `cached_test(folder, the table's mtime, *args, seed + the run's seed)` (a cached
-    per-run test; None where its value is NaN); not measured when the run lacks `table`, the test's own None or
+    per-run test); not measured when the run lacks `table` or the value is undefined (NaN), the test's own
     NOT_MEASURED passed on."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
 
@@ -308,10 +312,10 @@ def _test_part(runs: list, table: str, cached_test, attribute: str, *args, seed:
             continue
         test = cached_test(str(r.folder), path.stat().st_mtime, *args, int(seed) + int(r.seed))
         if test is None or test is NOT_MEASURED:
-            out[r.seed] = test
+            out[r.seed] = NOT_MEASURED
             continue
         x = getattr(test, attribute)
-        out[r.seed] = None if math.isnan(x) else float(x)
+        out[r.seed] = NOT_MEASURED if math.isnan(x) else float(x)
     return out
 
 
@@ -378,7 +382,7 @@ def replicate_stream_turn(runs: list, target: str = "11", part: str = "observed"
     interventions table; "critical", the bow it must exceed; "p", the test's p-value; "level", the level it is run
     at. A criterion reads p against level (p ≤ level is the test's decision; bow against critical would pass a tie,
     e.g. a bow of 0 against a critical 0). Checkpoints whose pooled valid images are under 25% of those generated
-    are left out, as for `straight_path_turn`. Not measured when the run lacks the table or the target; None when
+    are left out, as for `straight_path_turn`. Not measured when the run lacks the table or the target, or when
     the test is undefined (fewer than 5 streams or 3 checkpoints, or a path ending where it started). `seed` + the
     run's seed draws random patterns only beyond 12 streams."""
     parts = {"observed": "bow", "critical": "bow_critical", "p": "bow_p", "level": "level"}
@@ -409,7 +413,7 @@ def checkpoint_noise_turn(runs: list, target: str = "11", part: str = "observed"
     "observed", the largest distance from its chord that the target's naive trajectory (pooled over every naive
     noise stream of the interventions table) keeps for `hold` consecutive checkpoints; "null_q95", the bow it must
     exceed; "p", the bootstrap p-value. Checkpoints whose pooled valid images are under 25% of those generated are
-    left out. Not measured when the run lacks the table or the target; None when the test is undefined (fewer than
+    left out. Not measured when the run lacks the table or the target, or when the test is undefined (fewer than
     5 checkpoints, or a path ending where it started). The null's stream is `seed` + the run's seed. `stride` k > 1
     reads every k-th checkpoint counted back from the last (dense checkpoints whose noise persists over k − 1 of
     them; `naive_stream_readings`), so the null's independent noise holds between the checkpoints it reads."""
@@ -510,7 +514,7 @@ def independent_sigmoids_r2(runs: list, target: str = "11") -> dict[int, Any]:
     """Per seed: R² of a logistic time course per concept (`analysis.phenomenology.fit_independent_sigmoids`, four
     parameters for two concepts, as the gated flow has) on the target's naive concept-space trajectory, the
     trajectory and start time the run's own gated-flow fit used (`studies.emergence.oriented_trajectory`, t = 0).
-    Not measured without the concept-space table or the target; None with fewer than 5 checkpoints."""
+    Not measured without the concept-space table or the target, with fewer than 5 checkpoints or an undefined R²."""
     from conceptlab.analysis.finding_criteria import NOT_MEASURED
     from conceptlab.analysis.phenomenology import fit_independent_sigmoids
 
@@ -518,8 +522,8 @@ def independent_sigmoids_r2(runs: list, target: str = "11") -> dict[int, Any]:
     for r in runs:
         read = _held_out_trajectory(r.folder, target)
         if read is NOT_MEASURED or len(read[0]) < 5:
-            out[r.seed] = None if read is not NOT_MEASURED else NOT_MEASURED
+            out[r.seed] = NOT_MEASURED
             continue
         r2 = fit_independent_sigmoids(read[0], read[1]).r2
-        out[r.seed] = None if math.isnan(r2) else float(r2)
+        out[r.seed] = NOT_MEASURED if math.isnan(r2) else float(r2)
     return out

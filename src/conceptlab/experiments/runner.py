@@ -126,7 +126,8 @@ def prepare_run(cfg: RunConfig) -> PreparedRun:
     """Every check a run makes before training, in order, each before what it guards is allocated: the memory the
     study's data and evaluation need (from the config alone), the data-generating process, the whole memory
     estimate (the network sized on the meta device), the model (seeded as a run seeds it) and the study's own
-    check. ConfigError (one line) on the first failure; `--dry-run` runs exactly this."""
+    check. ConfigError (one line) on the first failure; the study's warnings (`config_warnings`) printed on stderr;
+    `--dry-run` runs exactly this."""
     study = study_for(cfg.data.kind)
     needs = study_memory(cfg)
     check_memory(cfg, needs=needs)
@@ -136,6 +137,8 @@ def prepare_run(cfg: RunConfig) -> PreparedRun:
     device = resolve_device(cfg.train.device)
     model = build_run_model(cfg, dgp).to(device)
     study.check(cfg, dgp, model)
+    for line in study.config_warnings(cfg):
+        Console(stderr=True).print(f"[yellow]warning:[/] {escape(one_line(line))}", highlight=False, soft_wrap=True)
     return PreparedRun(dgp, model, memory)
 
 

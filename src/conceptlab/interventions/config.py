@@ -159,11 +159,13 @@ class InterventionsConfig(StrictConfig):
     @field_validator("targets", mode="before")
     @classmethod
     def _no_boolean_codes(cls, v):
-        """A boolean (YAML's true, yes, on) is no class code, though Python reads it as the int 1."""
+        """A boolean (YAML's true, yes, on) or a float (1.0) is no class code, though Python would read either as an
+        int."""
         if isinstance(v, list):
             for i, code in enumerate(v):
-                if isinstance(code, bool):
-                    raise ValueError(f"item {i} is {code}, a boolean, not a class code (one 0/1 digit per concept)")
+                if isinstance(code, (bool, float)):
+                    kind = "a boolean" if isinstance(code, bool) else "a float"
+                    raise ValueError(f"item {i} is {code}, {kind}, not a class code (one 0/1 digit per concept)")
         return v
 
     @model_validator(mode="after")

@@ -56,6 +56,8 @@ def wavelengths_for(
 class SinusoidalEncoding(nn.Module):
     """[B, d] continuous coordinates → [B, d·2F (+ d)] sin/cos features; null rows → zeros."""
 
+    takes_raw_prompt = True  # the UNet passes the prompt as given (`raw`), on which null rows are told
+
     def __init__(
         self,
         dim: int,

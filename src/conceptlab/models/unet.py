@@ -240,10 +240,11 @@ class ConceptUNet(nn.Module):
     `concept_embedders()` returns these MLPs by module path; the concept embedding
     a prompt p gets from one of them is `module(normalised_prompt(p))`.
     An optional `prompt_encoder` (e.g. `models.encodings.SinusoidalEncoding`) is
-    applied after that normalisation, so the embedders read its output; it is
-    called as `encoder(p', raw=p)`, the prompt as given telling it the null rows
-    (which the shift and scale would move); its width is its `out_dim` attribute
-    (or probed on a zero prompt). Without one the network is unchanged.
+    applied after that normalisation, so the embedders read its output; one whose
+    `takes_raw_prompt` is true is called as `encoder(p', raw=p)`, the prompt as
+    given telling it the null rows (which the shift and scale would move), any
+    other module as `encoder(p')`; its width is its `out_dim` attribute (or probed
+    on a zero prompt). Without one the network is unchanged.
 
     Levels: encoder level i (width w_i) runs its ResBlocks, keeps the result as
     skip, then downsamples with a 2×2 stride-2 conv (the last level instead
@@ -322,7 +323,11 @@ class ConceptUNet(nn.Module):
         """The prompt as the concept embedders see it: (p − prompt_shift)·prompt_scale, then the prompt encoder
         (given the prompt as it came too, on which it tells null rows)."""
         p = (prompt - self.cfg.prompt_shift) * self.cfg.prompt_scale
-        return p if self.prompt_encoder is None else self.prompt_encoder(p, raw=prompt)
+        if self.prompt_encoder is None:
+            return p
+        if getattr(self.prompt_encoder, "takes_raw_prompt", False):
+            return self.prompt_encoder(p, raw=prompt)
+        return self.prompt_encoder(p)
 
     def time_embedding(self, t: torch.Tensor) -> torch.Tensor:
         """Sinusoidal embedding of 1000·t (log-spaced frequencies 1..1e-4, sin then cos) → MLP."""

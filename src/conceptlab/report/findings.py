@@ -67,8 +67,8 @@ def stat_text(stat: dict, side: str) -> str:
     """One side's statistic over the seeds: a range "0–200" where its censored seeds leave it open (the criterion is
     decided at its least favourable end), one number where they do not, "undefined" where it has none."""
     low_high = stat.get(f"{side}_range")
-    if low_high and low_high[0] is not None and low_high[1] is not None and low_high[0] != low_high[1]:
-        return f"{_num(low_high[0])}–{_num(low_high[1])}"
+    if low_high and None not in low_high and low_high[0] != low_high[1]:
+        return "–".join("∞" if math.isinf(x) else _num(x) for x in low_high)  # a spread, not a step: no "never"
     return _num(stat[side], undefined="undefined")
 
 

@@ -744,6 +744,10 @@ class AbstractionsStudy(StudyBase):
         """Fail before training on what would only break the evaluation: an unknown probe hook point."""
         check_hook(model.net, cfg.eval.abstractions.probe_hook)
 
+    def sample_step_settings(self, cfg) -> dict[str, int]:
+        """The stochastic sampler's and the forks' step count."""
+        return {"eval.abstractions.sample_steps": cfg.eval.abstractions.sample_steps}
+
     def evaluation(self, cfg, dgp: Shapes3DWorld, model, run: RunFolder, console, progress) -> Evaluation:
         """The classifier (cached, or trained now), then the five pieces per chosen checkpoint, each resumable."""
         a = cfg.eval.abstractions

@@ -205,6 +205,17 @@ class StudyBase:
     def check(self, cfg, dgp, model) -> None:
         """Fail before training on what would only break the evaluation."""
 
+    def config_warnings(self, cfg) -> list[str]:
+        """Lines the run prints (on stderr) before training about a config that runs but may mislead: e.g. data
+        outside what the study's probe was trained on. Default: none."""
+        return []
+
+    def sample_step_settings(self, cfg) -> dict[str, int]:
+        """The sampler step counts the evaluation uses, by the key that sets each (e.g. {"eval.sample_steps": 50}):
+        the config refuses, at load, one a DDPM chain cannot take (`diffusion.ddpm_steps` must be a multiple).
+        Default: none beyond `diffusion.sample_steps`, which the diffusion section checks itself."""
+        return {}
+
     def memory_needs(self, cfg) -> MemoryNeeds:
         """The memory of this study's data and evaluation from the config (default: unknown, counted as nothing; the
         run's estimate then covers the model and its training only)."""

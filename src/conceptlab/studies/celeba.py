@@ -38,7 +38,7 @@ class CelebAStudy(ConceptSpaceStudy):
         """The face probe's labelled images (uint8), their float batches and its invalid images."""
         return 2 ** len(cfg.data.concepts) * cfg.eval.probe.images_per_class * 3 * cfg.data.image_size**2 * 5
 
-    def range_warnings(self, cfg) -> list[str]:
+    def config_warnings(self, cfg) -> list[str]:
         """None: the face probe is trained on the data's own labelled images, so the data cannot leave its range."""
         return []
 

@@ -24,8 +24,6 @@ import numpy as np
 import pandas as pd
 import torch
 from pydantic import Field
-from rich.console import Console
-from rich.markup import escape
 
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
 from conceptlab.data.shapes import RENDER_PEAK, ShapesDataConfig, ShapesDGP, check_class_code, code_as_string
@@ -232,16 +230,17 @@ class ConceptSpaceStudy(StudyBase):
         return ShapesDGP(cfg)
 
     def check(self, cfg, dgp, model) -> None:
-        """The intervention sites and prompt variants; a warning on stderr where the data lie outside what the
-        probe was trained on (`range_warnings`)."""
+        """The intervention sites and prompt variants."""
         check_sites(cfg, model)
         check_prompt_variants(cfg, dgp, model)
-        for line in self.range_warnings(cfg):
-            Console(stderr=True).print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
 
-    def range_warnings(self, cfg) -> list[str]:
+    def config_warnings(self, cfg) -> list[str]:
         """Where the run's data lie outside what its probe was trained on (`probe_range_warnings`)."""
         return probe_range_warnings(cfg)
+
+    def sample_step_settings(self, cfg) -> dict[str, int]:
+        """The evaluation's sampler step count, where it overrides the diffusion section's."""
+        return {"eval.sample_steps": cfg.eval.sample_steps} if cfg.eval.sample_steps else {}
 
     def headline(self, cfg, dgp: ShapesDGP) -> str:
         held = ", ".join(f"{c} ({dgp.class_name(c)})" for c in dgp.held_out_classes) or "none"
@@ -249,17 +248,24 @@ class ConceptSpaceStudy(StudyBase):
 
     def memory_needs(self, cfg) -> MemoryNeeds:
         """The training data (`data_bytes`) and the probe (`probe_bytes`), counted whether or not it is cached
-        already; the generations of a checkpoint: every class's samples, and every intervention variant's images."""
+        already; the generations of a checkpoint: every class's samples, and every intervention variant's images.
+        The largest pass (`eval_batch`) is the intervention pass as the run's device takes it (`images_per_pass`),
+        doubled where a pass is guided (a nonzero guidance offset, or classifier-free guidance variants)."""
+        from conceptlab.models.processes import guidance_offset
+        from conceptlab.studies.emergence import images_per_pass
+
         d, e = cfg.data, cfg.eval
         image = 3 * d.image_size**2 * 4
-        guided = 2 if cfg.diffusion.guidance_scale or cfg.diffusion.cfg_dropout else 1
+        iv = e.interventions
+        offset = guidance_offset(cfg.diffusion.guidance_scale, cfg.diffusion.guidance_convention)
+        guided = 2 if offset != 0.0 or (iv is not None and iv.cfg is not None) else 1
         batch = e.samples_per_class * 2 ** len(d.concepts)
         generated = batch * image
-        iv = e.interventions
         if iv is not None:
+            cuda = cfg.train.device != "cpu" and torch.cuda.is_available()  # as `resolve_device` picks it
             targets = len(iv.targets or d.resolved_held_out_classes())
             generated += _variant_count(iv) * targets * iv.samples * image
-            batch = max(batch, max(iv.max_batch, iv.samples))
+            batch = max(batch, max(images_per_pass(iv, torch.device("cuda" if cuda else "cpu")), iv.samples))
         return MemoryNeeds(
             data=self.data_bytes(cfg), evaluation=max(self.probe_bytes(cfg), 2 * generated), eval_batch=batch * guided,
             data_keys="data.images_per_class, data.image_size",

@@ -614,8 +614,8 @@ class FactorizationStudy(StudyBase):
         )
 
     def check(self, cfg, dgp: BumpWorld, model) -> None:
-        """Fail before training on an unknown geometry hook, a refined label grid the `labels` cap would thin back
-        out, or a sampler step count the DDPM chain cannot use."""
+        """Fail before training on an unknown geometry hook or a refined label grid the `labels` cap would thin back
+        out (a sampler step count the DDPM chain cannot use is refused at load: `sample_step_settings`)."""
         geometry = cfg.eval.geometry
         check_hook(model.net, geometry.hook)
         if geometry.label_density > 1:
@@ -624,13 +624,13 @@ class FactorizationStudy(StudyBase):
                 raise ValueError(f"eval.geometry.label_density={geometry.label_density} reads {n} labels, over "
                                  f"eval.geometry.labels={geometry.labels}, which would thin the grid back out; "
                                  f"set eval.geometry.labels={n} or lower the density")
-        steps = _sample_steps(cfg)
-        if cfg.diffusion.process == "ddpm" and cfg.diffusion.ddpm_steps % steps:
-            raise ValueError(
-                f"eval.composition.sample_steps ({steps}) must divide diffusion.ddpm_steps ({cfg.diffusion.ddpm_steps})"
-            )
         if _guidance(cfg) > 0 and cfg.diffusion.cfg_dropout <= 0:
             raise ValueError("guidance_scale > 0 needs a model trained with label dropout: diffusion.cfg_dropout > 0")
+
+    def sample_step_settings(self, cfg) -> dict[str, int]:
+        """The composition sampler's step count (`eval.composition.sample_steps`, else `eval.sample_steps`, else
+        the diffusion section's)."""
+        return {"eval.composition.sample_steps": _sample_steps(cfg)}
 
     def evaluation(self, cfg, dgp: BumpWorld, model, run: RunFolder, console, progress) -> Evaluation:
         comp, geo = cfg.eval.composition, cfg.eval.geometry

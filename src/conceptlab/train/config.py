@@ -40,8 +40,8 @@ class TrainConfig(StrictConfig):
 
     hflip: float = Field(0.0, ge=0.0, le=1.0, description="probability of flipping a training image left to right "
                          "when it is drawn (augmentation; the authors' CelebA loader flips with 0.5); 0: never, and "
-                         "no random number is drawn for it. Only for data kinds whose labels survive a flip (celeba; "
-                         "not bumps, shapes or shapes3d, whose labels hold a position or an orientation)")
+                         "no random number is drawn for it. Only for data kinds whose labels survive a flip (celeba, "
+                         "shapes; not bumps or shapes3d, whose labels hold a position or an orientation)")
     color_jitter: float = Field(0.0, ge=0.0, le=0.5, description="strength x of a colour jitter of each drawn RGB "
                                 "training image: brightness, contrast and saturation factors from [1 − x, 1 + x] and a "
                                 "hue shift from [−x, x], in a random order per image (torchvision's ColorJitter(x, x, x, "

@@ -263,3 +263,42 @@ def test_record_keeps_the_runs_without_weights_and_the_records_evaluate_to_the_s
     refused = runner.invoke(app, ["findings", "--suite", str(micro_findings["suite"]), "--root", str(out),
                                   "--evaluate-only", "--record", str(out)])
     assert refused.exit_code == 2 and "is the findings root itself" in refused.output
+
+
+def test_paper_scale_prices_every_run_config_of_a_sweep_set_not_its_base(tmp_path, monkeypatch):
+    """A paper set that is a sweep overriding train.steps and varying the widths is priced config by config: each
+    distinct config (its runs up to their seeds) once, with the sweep's overrides and axis values, times its runs."""
+    import yaml
+    from rich.console import Console
+
+    from conceptlab import cli
+    from conceptlab.experiments.findings import plan
+    from conceptlab.experiments.findings_spec import load_suite
+    from conceptlab.experiments.loading import load_config
+
+    sweep = tmp_path / "paper-sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"name": "paper-sweep", "base": "micro", "overrides": ["train.steps=40"],
+                                     "axes": {"grid": {"model.widths": [[8, 16], [16, 32]]}}}))
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({
+        "description": "a paper set that is a sweep",
+        "runs": {"set": {"preset": "micro", "seeds": [100, 101, 102], "paper": {"sweep": str(sweep)}}},
+        "findings": [{"name": "ends", "paper": "test", "claim": "c", "setup": "fast", "control": "none",
+                      "reason": "a test", "criteria": [{"name": "ends", "statement": "s",
+                                                        "value": {"runs": "set", "path": "final_step"},
+                                                        "threshold": 1, "direction": "greater"}]}],
+    }))
+    p = plan(load_suite(str(suite)), None, "paper", tmp_path / "out", "runs")
+    priced = []
+
+    def fake_predict(base, overrides, steps):
+        cfg = load_config(base, list(overrides))
+        priced.append((cfg.train.steps, tuple(cfg.model.widths)))
+        return {"training": 3600.0 * len(priced)}
+
+    monkeypatch.setattr(cli, "_paper_predictor", lambda path: fake_predict, raising=False)
+    console = Console(record=True, width=200)
+    total = cli._predict_paper_scale(p, console)
+    assert sorted(priced) == [(40, (8, 16)), (40, (16, 32))]  # each config once, as the sweep sets it
+    assert total == 3 * 3600.0 + 3 * 7200.0  # three seeds of each
+    assert "3 runs" in console.export_text()

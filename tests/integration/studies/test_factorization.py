@@ -101,11 +101,9 @@ def test_unknown_hook_is_one_clear_error():
     assert "mid.blocks.9.hook_out" in str(err.value) and "\n" not in str(err.value)
 
 
-def test_sample_steps_that_do_not_divide_the_chain_are_refused():
-    cfg = validate({**SMALL, "eval": {"composition": {"sample_steps": 3}}})
-    model = build_run_model(cfg, build_data(cfg.data))
-    with pytest.raises(ValueError, match="must divide diffusion.ddpm_steps"):
-        factorization.STUDY.check(cfg, build_data(cfg.data), model)
+def test_sample_steps_that_do_not_divide_the_chain_are_refused_at_load():
+    with pytest.raises(ValueError, match="eval.composition.sample_steps=3 must divide diffusion.ddpm_steps"):
+        validate({**SMALL, "eval": {"composition": {"sample_steps": 3}}})
 
 
 def test_refine_grid_inserts_labels_between_neighbours_and_wraps_on_a_torus():

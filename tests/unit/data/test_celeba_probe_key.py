@@ -38,3 +38,14 @@ def test_the_key_changes_when_a_partition_file_appears_or_changes(tmp_path, fake
     assert moved not in (with_file, by_hash)
     (folder / PARTITION_FILES[0]).write_text("\n".join(lines) + "\n")  # back: the first file's probe again
     assert key(folder) == with_file
+
+
+def test_celeba_class_lists_are_checked_as_shapes_checks_them():
+    """One check for a list of class codes (data.shapes.check_class_list): a code listed twice is refused for CelebA
+    too (it evaluated the same target twice), and a wrong code in the same words."""
+    from conceptlab.experiments.loading import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"held_out_classes: class codes \['01'\] are listed more than once"):
+        load_config("celeba-micro", ['data.held_out_classes=["01","01"]'])
+    with pytest.raises(ConfigError, match="'1' is not a class code"):
+        load_config("celeba-micro", ['data.held_out_classes=["1"]'])

@@ -97,8 +97,9 @@ def test_report_gives_bias_matched_gaps_with_intervals_and_null_rates(tmp_path):
     table = pd.read_parquet(tmp_path / "emergence_gaps.parquet")
     assert table.set_index("intervention").loc["over_prompting", "positive"] == 4
     # the seeds' spread (the findings suite's "steadier than behavior"): over-prompting 150, 175, 200, 150, 100
-    # (median 150, deviations 0, 25, 50, 0, 50: 25); its baseline 200, never, 200, 250, 150 (median 200: 50)
-    assert (g["spread"], g["baseline_spread"]) == (25.0, 50.0)
+    # (median 150, deviations 0, 25, 50, 0, 50: 25); its baseline 200, never, 200, 250, 150 (median 200: 50, the same
+    # with the never-emerged seed anywhere from 250 to ∞): ranges, as the suite decides on them
+    assert (g["spread"], g["baseline_spread"]) == ([25.0, 25.0], [50.0, 50.0])
     assert null["spread_steadier"]["over_prompting"] == 0.0  # every resampled curve emerges at 200: no spread
 
 

@@ -112,3 +112,15 @@ def test_null_rows_are_told_on_the_prompt_before_the_unets_shift_and_scale(perio
 def test_a_raw_prompt_of_another_shape_is_refused():
     with pytest.raises(ValueError, match="raw prompt"):
         SinusoidalEncoding(2, null_value=-1.0)(torch.zeros(3, 2), raw=torch.zeros(2, 2))
+
+
+def test_any_module_can_be_the_prompt_encoder():
+    """Only an encoder that says it takes the raw prompt (`takes_raw_prompt`) is given it; any other module (a plain
+    linear map) is called on the normalised prompt alone."""
+    from torch import nn
+
+    from conceptlab.models.unet import ConceptUNet
+
+    net = ConceptUNet(ModelConfig(widths=[8], blocks_per_level=1, mid_attention=False), 2, 1,
+                      prompt_encoder=nn.Linear(2, 6))
+    assert net.normalised_prompt(torch.zeros(3, 2)).shape == (3, 6)

@@ -38,3 +38,5 @@ def test_a_statistic_left_open_by_censored_seeds_is_shown_as_its_range():
     assert value_text(c) == "0–200 (MAD over 5 seeds)" and control_text(c) == "0–400 (MAD over 5 seeds)"
     closed = {**c, "statistic": {**c["statistic"], "value_range": [200.0, 200.0], "control_range": None}}
     assert value_text(closed) == "200 (MAD over 5 seeds)" and control_text(closed) == "0 (MAD over 5 seeds)"
+    unbounded = {**c, "statistic": {**c["statistic"], "value_range": [0.0, float("inf")]}}
+    assert value_text(unbounded) == "0–∞ (MAD over 5 seeds)"  # a spread, not a step that never came

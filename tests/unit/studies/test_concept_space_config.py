@@ -55,4 +55,18 @@ def test_the_celeba_study_checks_no_shapes_probe_range():
     trained on the data's own images), so the probe-range warning is the shapes study's alone."""
     from conceptlab.studies.celeba import STUDY as CELEBA
 
-    assert CELEBA.range_warnings(load_config("celeba-micro")) == []
+    assert CELEBA.config_warnings(load_config("celeba-micro")) == []
+
+
+def test_a_float_target_is_no_class_code():
+    with pytest.raises(ConfigError, match="item 0 is 1.0, a float, not a class code"):
+        load_config("micro", ["eval.interventions.targets=[1.0]"])
+
+
+def test_an_evaluation_sample_step_count_the_ddpm_chain_cannot_take_is_refused_at_load():
+    """eval.sample_steps is checked with the diffusion section's when the config loads, not after training."""
+    ddpm = ["diffusion.process=ddpm", "diffusion.ddpm_steps=100", "diffusion.sample_steps=10",
+            "diffusion.prediction=eps"]
+    with pytest.raises(ConfigError, match=r"eval.sample_steps=7 must divide diffusion.ddpm_steps=100"):
+        load_config("micro", ddpm + ["eval.sample_steps=7"])
+    assert load_config("micro", ddpm + ["eval.sample_steps=20"]).eval.sample_steps == 20
