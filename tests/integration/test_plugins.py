@@ -131,3 +131,33 @@ def test_plug_in_errors_reach_the_cli_as_one_line_and_exit_2(tmp_path):
     result = runner.invoke(app, ["run", "micro", "data.kind=nowhere.at.all:Study", "--runs-dir", str(tmp_path)])
     assert result.exit_code == 2 and "cannot import nowhere.at.all" in result.output
     assert "Traceback" not in result.output and not list(tmp_path.iterdir())
+
+
+class ProtocolOnlyStudy:
+    """A plug-in study with the `Study` protocol's methods only (no `StudyBase`), delegating to the ring world's:
+    the optional parts (`sample_step_settings`, `config_warnings`, `memory_needs`…) are optional."""
+
+    def __init__(self):
+        from ringworld.world import RingStudy
+
+        self._ring = RingStudy()
+        self.kind = f"{__name__}:ProtocolOnlyStudy"
+        self.data_config = self._ring.data_config
+        self.eval_fields = self._ring.eval_fields
+        self.exclusive_sections = self._ring.exclusive_sections
+
+    def __getattr__(self, name):
+        if name in ("complete_config", "build_data", "check", "headline", "prepare_shared", "evaluation"):
+            return getattr(self._ring, name)
+        raise AttributeError(name)
+
+
+@pytest.mark.parametrize("process", [["diffusion.process=cosine", "diffusion.prediction=v"],
+                                     ["diffusion.process=ddpm", "diffusion.prediction=eps", "diffusion.ddpm_steps=100"]])
+def test_a_protocol_only_study_loads_and_is_prepared(process):
+    from conceptlab.experiments.runner import prepare_run
+
+    data = {**RING["data"], "kind": f"{__name__}:ProtocolOnlyStudy"}
+    cfg = load_config("micro", [f"data={json.dumps(data)}", "model.widths=[16,32]", "model.blocks_per_level=1",
+                                "model.mid_attention=false", "diffusion.sample_steps=4", *process])
+    assert prepare_run(cfg).model is not None

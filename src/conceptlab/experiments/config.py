@@ -188,7 +188,8 @@ class RunConfig(StrictConfig):
                              f"match the image): set train.hflip=0")
         study.complete_config(self)
         if self.diffusion.process == "ddpm":  # every sampler grid on the chain's steps, refused before training
-            for key, steps in study.sample_step_settings(self).items():
+            declared = getattr(study, "sample_step_settings", None)  # optional (a plug-in study may lack it)
+            for key, steps in (declared(self) if declared else {}).items():
                 if steps and self.diffusion.ddpm_steps % steps:
                     raise ValueError(f"{key}={steps} must divide diffusion.ddpm_steps={self.diffusion.ddpm_steps} "
                                      "(a DDPM sampler takes every (T/steps)-th step of the chain)")

@@ -137,7 +137,8 @@ def prepare_run(cfg: RunConfig) -> PreparedRun:
     device = resolve_device(cfg.train.device)
     model = build_run_model(cfg, dgp).to(device)
     study.check(cfg, dgp, model)
-    for line in study.config_warnings(cfg):
+    warnings = getattr(study, "config_warnings", None)  # optional (a plug-in study may lack it)
+    for line in warnings(cfg) if warnings else []:
         Console(stderr=True).print(f"[yellow]warning:[/] {escape(one_line(line))}", highlight=False, soft_wrap=True)
     return PreparedRun(dgp, model, memory)
 

@@ -628,9 +628,13 @@ class FactorizationStudy(StudyBase):
             raise ValueError("guidance_scale > 0 needs a model trained with label dropout: diffusion.cfg_dropout > 0")
 
     def sample_step_settings(self, cfg) -> dict[str, int]:
-        """The composition sampler's step count (`eval.composition.sample_steps`, else `eval.sample_steps`, else
-        the diffusion section's)."""
-        return {"eval.composition.sample_steps": _sample_steps(cfg)}
+        """The composition sampler's step count, by the key that sets it (`eval.composition.sample_steps`, else
+        `eval.sample_steps`; the diffusion section checks its own)."""
+        for key, steps in (("eval.composition.sample_steps", cfg.eval.composition.sample_steps),
+                           ("eval.sample_steps", cfg.eval.sample_steps)):
+            if steps:
+                return {key: steps}
+        return {}
 
     def evaluation(self, cfg, dgp: BumpWorld, model, run: RunFolder, console, progress) -> Evaluation:
         comp, geo = cfg.eval.composition, cfg.eval.geometry

@@ -70,3 +70,8 @@ def test_an_evaluation_sample_step_count_the_ddpm_chain_cannot_take_is_refused_a
     with pytest.raises(ConfigError, match=r"eval.sample_steps=7 must divide diffusion.ddpm_steps=100"):
         load_config("micro", ddpm + ["eval.sample_steps=7"])
     assert load_config("micro", ddpm + ["eval.sample_steps=20"]).eval.sample_steps == 20
+
+
+def test_the_factorization_refusal_names_the_key_that_set_the_steps():
+    with pytest.raises(ConfigError, match=r"eval.sample_steps=7 must divide"):
+        load_config("bumps-micro", ["eval.sample_steps=7"])
