@@ -82,6 +82,9 @@ class ConceptReading:
 
 
 # -- probe training data --------------------------------------------------------------------------------------------
+MAX_JITTER = 1.0  # the probe trains on jitter drawn from [0, MAX_JITTER) (of the DGP's; `valid_images`)
+
+
 def valid_images(
     n: int, concepts: list[str], image_size: int, cfg: ProbeConfig, generator: torch.Generator
 ) -> tuple[Tensor, Tensor]:
@@ -95,7 +98,7 @@ def valid_images(
     separation = cfg.separation_min + (cfg.separation_max - cfg.separation_min) * torch.rand(
         n, len(ATTRIBUTES), generator=generator
     )
-    jitter = torch.rand(n, generator=generator)
+    jitter = MAX_JITTER * torch.rand(n, generator=generator)  # × 1.0: the same floats
     test_background = torch.rand(n, generator=generator) < 0.5
     scene = sample_scene(values, separation, jitter, "background" in concepts, test_background, generator)
     noisy = torch.rand(n, 1, 1, 1, generator=generator) < 0.5

@@ -28,6 +28,7 @@ from pydantic import Field
 from conceptlab.analysis.concept_space import evaluate_generations, generation_prompts, learning_times
 from conceptlab.data.shapes import RENDER_PEAK, ShapesDataConfig, ShapesDGP, check_class_code, code_as_string
 from conceptlab.interventions.config import InterventionsConfig
+from conceptlab.probes.concept_classifier import MAX_JITTER as PROBE_MAX_JITTER
 from conceptlab.probes.concept_classifier import ProbeConfig, load_or_train_probe, probe_memory
 from conceptlab.store.files import read_tensors
 from conceptlab.store.run_folder import RunFolder
@@ -53,7 +54,6 @@ from conceptlab.train.precision import autocast, resolve_bf16
 
 DIRECTORY = "eval"  # per checkpoint: eval/step_XXXXXXX.parquet
 SAMPLES_FILE = "samples.safetensors"
-PROBE_MAX_JITTER = 1.0  # the concept probe trains on jitter 0..1 of the DGP's (probes.concept_classifier.valid_images)
 
 
 def _check_interventions(cfg) -> None:
