@@ -3,9 +3,11 @@
 For each preset (read with `conceptlab.experiments.loading.load_config`) it measures, in this process:
 
 - data: building the training set (`dgp.training_set()`), once;
-- training: `train.steps` × the median s/step of the trainer's own `train_step` at the preset's batch size, network
-  and precision (`--steps` timed steps after one untimed);
-- checkpoints: their number (`checkpoint_schedule`) × one save of the weights and the full training state;
+- training: `train.steps` × the median s/step of `iter_training`'s loop body at the preset's batch size, network and
+  precision: a batch drawn from the training set and augmented as `train` says, the trainer's own `train_step`, and
+  the EMA update where `train.ema_decay` is set (`--steps` timed steps after one untimed);
+- checkpoints: their number (`checkpoint_schedule`) × one save of the weights (and the EMA weights where kept) and the
+  full training state;
 - evaluation: per evaluated checkpoint, the study's own per-checkpoint measurements (shapes: the concept-space
   reading and the interventions; bumps: composition and geometry), timed at 1 and 2 sampler steps and extended
   linearly to the configured steps (the network passes are the same every step; one untimed call first at each); those
@@ -30,6 +32,7 @@ from pathlib import Path
 import torch
 
 import benchlib
+from conceptlab.data.labelled import unit_float
 from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import ConceptProbe, default_cache_dir, probe_key
 from conceptlab.store.run_folder import RunFolder
@@ -40,8 +43,9 @@ from conceptlab.train.checkpoints import (
     save_checkpoint,
     save_training_state,
 )
+from conceptlab.train.augment import color_jitter, hflip
 from conceptlab.train.precision import resolve_bf16
-from conceptlab.train.trainer import build_optimizer, train_step
+from conceptlab.train.trainer import EMA, build_optimizer, train_step
 
 QUICK = {"micro": []}  # --quick: presets small enough for a test
 
@@ -147,7 +151,9 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
           f"({tr.checkpoint_schedule} from {schedule[0]})", flush=True)
     terms: dict[str, float] = {}
 
-    data_s = timed(dgp.training_set)
+    began = time.perf_counter()
+    data = dgp.training_set()
+    data_s = time.perf_counter() - began
     terms["data"] = data_s
     print(f"  data: training set built in {data_s:.1f} s")
     if cfg.data.kind == "shapes":
@@ -160,28 +166,33 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
     optimizer = build_optimizer(model, tr)
     bf16 = resolve_bf16(tr.bf16)
     g = torch.Generator().manual_seed(0)
-    images = torch.rand(tr.batch_size, dgp.channels, cfg.data.image_size, cfg.data.image_size, generator=g)
-    prompts = dgp.training_set().prompts[:tr.batch_size]
-    if len(prompts) < tr.batch_size:
-        prompts = prompts[torch.arange(tr.batch_size) % len(prompts)]
     noise = torch.Generator().manual_seed(1)
+    ema = EMA(model, tr.ema_decay) if tr.ema_decay is not None else None
 
-    def one_step() -> None:
+    def one_step() -> None:  # iter_training's loop body: draw and augment a batch, step, EMA
+        idx = torch.randint(len(data.images), (tr.batch_size,), generator=g)
+        images, prompts = unit_float(data.images[idx]), data.prompts[idx]
+        images = color_jitter(hflip(images, tr.hflip, g), tr.color_jitter, g)
         train_step(model, optimizer, images, prompts, noise, bf16, "cpu", tr.grad_clip)
+        if ema is not None:  # as iter_training: every step
+            ema.update(model, 1_000)
 
     one_step()
     per_step = [timed(one_step) for _ in range(steps)]
     s_step = statistics.median(per_step)
     terms["training"] = tr.steps * s_step
     print(f"  training: {tr.steps:,} steps x {s_step:.3f} s/step (median of {steps}: "
-          f"{benchlib.fmt_spread(per_step, 's')}, {'bf16' if bf16 else 'fp32'}) = {hms(terms['training'])}")
+          f"{benchlib.fmt_spread(per_step, 's')}, {'bf16' if bf16 else 'fp32'}"
+          f"{', with the EMA update' if ema is not None else ''}) = {hms(terms['training'])}")
 
     with tempfile.TemporaryDirectory(prefix="predict-") as scratch:
         folder = Path(scratch)
 
         def save() -> None:
             weights = prefixed("model.", model.state_dict())
-            save_checkpoint(folder / "ckpt", 1, weights, {"config_hash": "", "metrics": {}})
+            if ema is not None:
+                weights.update(prefixed("ema.", ema.model.state_dict()))
+            save_checkpoint(folder / "ckpt", 1, weights, {"config_hash": "", "metrics": {}, "has_ema": ema is not None})
             opt_tensors, opt_meta = optimizer_tensors(optimizer)
             state = dict(weights)
             state.update(prefixed("optim.", opt_tensors))
@@ -189,7 +200,8 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
 
         save_s = timed(save)
         terms["checkpoints"] = n_ckpt * save_s
-        print(f"  checkpoints: {n_ckpt} x {save_s:.2f} s (weights + training state) = {hms(terms['checkpoints'])}")
+        print(f"  checkpoints: {n_ckpt} x {save_s:.2f} s (weights{' + EMA' if ema is not None else ''} + training state) "
+              f"= {hms(terms['checkpoints'])}")
 
         per_ckpt, every, once = per_checkpoint_times(preset, overrides, folder)
         full = cfg.eval.composition.sample_steps if cfg.data.kind == "bumps" else None

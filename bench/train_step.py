@@ -22,6 +22,11 @@ its compile time, the first call, is printed apart and not in the step times), `
 drawn as a uniform ≥ p, `model.dropout_mask=uniform`) and `fused_attention` (q, k, v packed so torch runs its fused
 attention kernel forward and backward, `models.unet.use_fused_attention`; evaluation has it as
 `eval.fused_attention`, training has no such setting).
+
+`--profile N` then profiles N of our steps (`torch.profiler`, after the timed rounds) and prints where the step's
+time goes: the operators with the most self time, and the convolutions' own throughput — their FLOPs over their
+self time, i.e. the step's GFLOP/s if everything but the convolutions took no time (the ceiling the levers outside
+the convolution kernels can reach).
 """
 
 from __future__ import annotations
@@ -40,6 +45,36 @@ from conceptlab.train.trainer import build_optimizer, train_step
 
 
 LEVERS = {"channels_last", "compile", "uniform_dropout", "fused_attention"}
+CONV_OPS = ("convolution", "convolution_backward")  # aten ops whose FLOPs flop_counter counts as convolutions
+
+
+def conv_flops(counter: FlopCounterMode) -> int:
+    """FLOPs of the convolutions (forward and backward) among those `counter` counted."""
+    return sum(n for op, n in counter.get_flop_counts().get("Global", {}).items()
+               if str(op).removeprefix("aten.").split(".")[0] in CONV_OPS)
+
+
+def profile_steps(step, n: int, conv_gflop: float, peak: float, top: int = 12) -> None:
+    """Profile `n` calls of `step` and print the operators with the most self CPU time, their share of the steps,
+    and the convolution kernels' own GFLOP/s (their counted FLOPs over their self time) against `peak`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(n):
+            step()
+    rows = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in rows)  # microseconds, over the n steps
+    rows.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
+    print(f"profile of {n} of our steps: {total / 1e6 / n:.3f} s of operator self time a step; the top {top}:")
+    for e in rows[:top]:
+        print(f"  {e.key:<40} {e.self_cpu_time_total / total:6.1%}  ({e.count // n} calls a step)")
+    conv = [e for e in rows if e.key.startswith("aten::") and ("convolution" in e.key or "mkldnn_conv" in e.key)]
+    conv_s = sum(e.self_cpu_time_total for e in conv) / 1e6 / n
+    if conv_s > 0:
+        inside = conv_gflop / conv_s
+        print(f"convolutions: {conv_s:.3f} s a step ({conv_s * 1e6 * n / total:.0%} of it), {conv_gflop:.1f} GFLOP: "
+              f"{inside:.0f} GFLOP/s inside their kernels = {inside / peak:.0%} of the peak (the step's ceiling if "
+              f"nothing else took time)")
 
 
 def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, steps: int):
@@ -88,6 +123,8 @@ def main() -> None:
     parser.add_argument("--levers", nargs="*", default=[], choices=sorted(LEVERS),
                         help="our step under these levers as further sides (channels_last, compile, uniform_dropout, "
                         "fused_attention)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="after the timed rounds, profile N of our steps: where the time goes")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.peak_size = 1, 256
@@ -122,6 +159,7 @@ def main() -> None:
     with FlopCounterMode(display=False) as counter:
         train_step(flops_model, build_optimizer(flops_model, cfg.train), images, prompts, noise, False, "cpu", clip)
     step_flops = counter.get_total_flops()
+    step_conv_flops = conv_flops(counter)
     del flops_model
 
     benchlib.print_environment(args.threads)
@@ -168,6 +206,10 @@ def main() -> None:
         name = f"ours+{lever}"
         print(f"{name:<10} s/step: {benchlib.fmt_spread(per_step[name], 's')}")
         print(benchlib.ratio_line(f"training step, {lever}", per_step["reference"], per_step[name]))
+    if args.profile:
+        dtype = torch.bfloat16 if bf16 else torch.float32
+        profile_steps(lambda: train_step(ours, opt_ours, images, prompts, noise, bf16, "cpu", clip), args.profile,
+                      step_conv_flops / 1e9, best[dtype])
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_a_bench_prints_both_sides_and_the_ratio(script, args):
 
 def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     out = run_bench("train_step.py", "--quick", "--preset", "micro", "--batch", "2", "--reps", "1",
-                    "--levers", "channels_last", "fused_attention")
+                    "--levers", "channels_last", "fused_attention", "--profile", "1")
     assert re.search(r"train step \d+\.\d GFLOP", out), out
     # the bf16 peak is measured only where bf16 is native (emulated it is slow and no run uses it)
     assert re.search(r"dense peak bf16 .*: \d+ / \d+ GFLOP/s|dense peak bf16: not measured \(this CPU has no native", out), out
@@ -61,6 +61,10 @@ def test_the_training_bench_reports_flops_and_the_peak_of_this_run():
     assert re.search(r"^ours\+fused_attention s/step: " + SPREAD.pattern, out, re.M), out
     assert len(RATIO.findall(out)) == 3 and "ratio training step, channels_last (reference/ours)" in out, out
     assert "ratio training step, fused_attention (reference/ours)" in out, out
+    # --profile: where our step's time goes, and the convolution kernels' own throughput against the peak
+    assert re.search(r"^profile of 1 of our steps: \d+\.\d+ s of operator self time a step", out, re.M), out
+    assert re.search(r"^  aten::\S+ +\d+\.\d%", out, re.M), out
+    assert re.search(r"^convolutions: \d+\.\d+ s a step \(\d+% of it\), \d+\.\d GFLOP: \d+ GFLOP/s inside", out, re.M), out
 
 
 def test_the_sampling_bench_times_each_lever_as_a_further_side():
@@ -90,6 +94,8 @@ def test_the_run_time_prediction_prints_every_term():
         block = out.split(f"== {preset}:")[1].split("\n== ")[0]
         for term in ("data:", "training:", "checkpoints:", "evaluation ", "predicted wall time:"):
             assert term in block, (preset, term, out)
+        # both keep an EMA (train.ema_decay): the step and the checkpoint terms time it, as iter_training runs it
+        assert "with the EMA update)" in block and "(weights + EMA + training state)" in block, (preset, out)
 
 
 def test_no_bench_divides_by_a_constant_measured_elsewhere():
