@@ -1,6 +1,7 @@
 # Two commands: `make demo` runs the main job, `make test` runs the test suite (`make test-fast`: unit tests only).
-# Both create .venv and install everything they need. The CPU build of torch is
-# installed first (pinned), so the project's `torch>=2.2` never pulls a CUDA build.
+# Both create .venv and install everything they need. torch is installed first, pinned (TORCH_SPEC), so the
+# project's `torch>=2.2` pulls nothing more. Which build pip picks is pip's index's: the CPU wheel where pip finds one
+# (these machines' wheel folder, or PIP_INDEX_URL=https://download.pytorch.org/whl/cpu); plain PyPI on Linux has CUDA.
 PYTHON ?= python3
 VENV   ?= .venv
 TORCH_SPEC ?= torch==2.13.0
@@ -22,7 +23,8 @@ demo: $(STAMP)
 	$(VENV)/bin/conceptlab sweep run hidden-emergence-tiny
 	$(VENV)/bin/conceptlab report runs/hidden-emergence-tiny
 
-# the whole suite (≤ 15 min on 2 cores); --durations lists the slowest tests, to keep it in that budget
+# the whole suite (budget 15 min on 2 cores, met on bf16 CPUs, not on fp32 ones: docs/benchmarks.md); --durations
+# lists the slowest tests, to keep it in that budget
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --maxschedchunk 1 --durations=25
 

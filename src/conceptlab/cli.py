@@ -131,7 +131,7 @@ def _set_threads(threads: Optional[int]) -> None:
 
 @app.command()
 def run(
-    source: str = typer.Argument(..., help="preset name (see `conceptlab presets`) or a YAML file"),
+    source: str = typer.Argument(..., help="preset name (see `conceptlab preset ls`) or a YAML file"),
     overrides: Optional[list[str]] = typer.Argument(None, help="key=value overrides, e.g. train.steps=500"),
     runs_dir: Optional[Path] = typer.Option(None, help="parent folder of run folders (default: config runs_dir)"),
     resume: bool = typer.Option(False, "--resume", help="continue the newest unfinished run with this exact config"),

@@ -553,8 +553,8 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
     (`report.html.write_sweep_report`); returns counts and the failures. With `reuse_training`, runs that share a
     training (the sweep varies only evaluation keys, or `train_from` roots hold a run that trained it) train it once
     and evaluate its checkpoints (`experiments.training_reuse`; `reused` counts them). The runs are done without
-    the report: a failure to write it (a torn summary.json) is said on `console` and in `report_error`, not
-    raised."""
+    the report: a failure to write it (an unreadable manifest, a full disk) is said on `console` and in
+    `report_error`, not raised; a run's torn summary.json is a row of the report saying so."""
     write_manifest(sweep)
     todo = pending_runs(sweep)
     tasks = [RunTask(r.run_id, r.directory(sweep.root), r.config) for r in todo]
@@ -579,8 +579,8 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
 
 
 def write_sweep_report_or_warn(root: Path, console=None) -> str | None:
-    """A sweep folder's `report.html` (`report.html.write_sweep_report`); a failure to write it (a torn summary.json)
-    is returned as one line and said on `console`, not raised — the runs are done without it."""
+    """A sweep folder's `report.html` (`report.html.write_sweep_report`); a failure to write it (an unreadable
+    manifest, a full disk) is returned as one line and said on `console`, not raised — the runs are done without it."""
     from conceptlab.report.html import write_sweep_report
 
     try:

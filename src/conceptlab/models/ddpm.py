@@ -29,7 +29,7 @@ outside the label range and give the same value to `SinusoidalEncoding(null_valu
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Sequence
 
 import torch
 from torch import Tensor
@@ -84,6 +84,15 @@ class DDPM(DiffusionProcess):
         if steps < 1 or self.steps % steps:
             raise ValueError(f"ddpm: sample steps ({steps}) must divide the chain's T = {self.steps} steps "
                              f"(diffusion.ddpm_steps); other grids query the network at steps it never trained on")
+
+    def check_sample_times(self, times: Sequence[float]) -> None:
+        """ValueError unless every process time t is a step k/T of the chain (the forking sampler inserts each fork
+        time 1 − τ into its grid: one between two steps would query the network at a step it never trained on)."""
+        off = [t for t in times if abs(t * self.steps - round(t * self.steps)) > 1e-6]
+        if off:
+            taus = ", ".join(f"{1.0 - t:g}" for t in off)
+            raise ValueError(f"ddpm: fork time(s) tau = {taus} fall between the chain's T = {self.steps} steps "
+                             f"(diffusion.ddpm_steps); pick taus that are multiples of 1/{self.steps}")
 
     def step_of_time(self, t: Tensor) -> Tensor:
         """The nearest discrete step k = round(t·T) (long)."""

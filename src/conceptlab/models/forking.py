@@ -111,6 +111,9 @@ def iter_forks(
     fork_taus = check_taus(taus)
     check_sample_steps(process, steps)
     grid = time_grid(steps, fork_taus)
+    check_times = getattr(process, "check_sample_times", None)  # a DDPM: every time a step of its chain
+    if check_times is not None:
+        check_times(grid)
     roots, device = prompt.shape[0], prompt.device
     z = torch.randn((roots, *image_shape), generator=generator, device=device)
     position = 0  # index in grid of the roots' current time

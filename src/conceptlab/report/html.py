@@ -334,6 +334,7 @@ def write_run_report(run_dir: Path) -> Path:
 
 
 CLAIMS_FILE = "controls_claims.json"  # written by the controls report (`conceptlab report SWEEP`)
+UNREADABLE = "done, summary unreadable"  # a sweep row whose summary.json is there but not JSON (a torn write)
 
 
 def claims_html(path: Path) -> str:
@@ -372,14 +373,20 @@ def sweep_report_html(sweep_root: Path) -> str:
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{root} is not a sweep folder (no manifest.json)")
     manifest = read_json(manifest_path)
-    rows, headlines = [], []
+    rows, headlines, unreadable = [], [], []
     for entry in manifest["runs"]:
         folder = root / entry["run_id"]
         state = RunFolder(folder).state()[0]
         report = folder / REPORT
         link = (f'<a href="{html.escape(entry["run_id"])}/{REPORT}">{html.escape(entry["run_id"])}</a>'
                 if report.is_file() else html.escape(entry["run_id"]))
-        numbers = headline(RunFolder(folder).read_summary()) if state == "done" else {}
+        numbers = {}
+        if state == "done":
+            try:
+                numbers = headline(RunFolder(folder).read_summary())
+            except ValueError as err:  # a torn summary.json: the row says so, the other runs are still reported
+                state = UNREADABLE
+                unreadable.append(str(err))
         headlines.append(numbers)
         rows.append({"run": link, "state": state, **entry["values"]})
     shown, left_out = sweep_columns(headlines)
@@ -389,6 +396,10 @@ def sweep_report_html(sweep_root: Path) -> str:
     if runs and left_out:
         runs += (f'<div class="muted">{left_out} more headline numbers (at most {SWEEP_PER_PATTERN} columns per kind '
                  "of number here) are in each run's own report</div>")
+    if unreadable:
+        runs = ("<p>" + "<br>".join(html.escape(f"{line}: the run finished but its summary cannot be read; rerun its "
+                                              "evaluation (conceptlab resume) or restore the file")
+                                    for line in unreadable) + "</p>" + runs)
     counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
     tables = "".join(f"<h3>{html.escape(p.stem)}</h3>" + table_html(_displayable(read_parquet(p)), p.stem)
                      for p in sorted(root.glob("*.parquet")))

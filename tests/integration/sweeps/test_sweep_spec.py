@@ -209,10 +209,12 @@ def test_a_mapping_in_the_overrides_changes_only_the_keys_it_names(tmp_path):
         expand(write_spec(tmp_path / "s.yaml"), ["data={color_separation: 0.5}"])
 
 
-def test_a_torn_summary_leaves_the_sweep_report_unwritten_with_a_warning_not_a_traceback(tmp_path, monkeypatch):
-    """All runs handled, a finished run's summary.json torn: `sweep run` warns in one line naming the file and
-    exits with its runs' status (it ended in a ValueError traceback)."""
+def test_a_torn_summary_is_a_row_of_the_sweep_report_that_says_so_not_a_traceback(tmp_path, monkeypatch):
+    """All runs handled, a finished run's summary.json torn: `sweep run` exits with its runs' status (it ended in a
+    ValueError traceback, then in an unwritten report.html with a warning); the report is written, its row for that
+    run reads "done, summary unreadable" and a line names the file, the other runs reported as usual."""
     import conceptlab.experiments.executors as executors
+    from conceptlab.report.html import UNREADABLE
 
     source = write_spec(tmp_path / "s.yaml", axes={"seeds": [0, 1, 2]})
     sweep = expand(source, root=tmp_path / "out")
@@ -226,15 +228,18 @@ def test_a_torn_summary_leaves_the_sweep_report_unwritten_with_a_warning_not_a_t
             return [RunOutcome(t.run_id, outcomes["state"] if i == 0 else "done", "boom") for i, t in enumerate(tasks)]
 
     monkeypatch.setattr(executors, "make_executor", lambda *args, **kwargs: Recording())
+    report = sweep.root / "report.html"
     for state, code in (("failed", 1), ("done", 0)):
         outcomes["state"] = state
+        report.unlink(missing_ok=True)
         result = runner.invoke(app, ["sweep", "run", source, "--root", str(sweep.root), "--no-progress"])
         assert result.exit_code == code, result.output
         assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-        warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
-        assert len(warnings) == 1 and f"report.html not written (ValueError: {torn} is not valid JSON" in warnings[0]
+        assert "report.html not written" not in result.output, result.output
         assert (state == "done") == ("0 failed" in result.output), result.output
-    assert str(torn) in run_sweep(sweep, Recording(), progress=False)["report_error"]
+        page = report.read_text()
+        assert f"<td>{UNREADABLE}</td>" in page and f"{torn} is not valid JSON" in page
+    assert run_sweep(sweep, Recording(), progress=False)["report_error"] is None
 
 
 def test_slurm_options_from_the_command_line_override_the_spec(tmp_path):

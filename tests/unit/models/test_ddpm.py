@@ -195,3 +195,27 @@ def test_sample_steps_that_do_not_divide_T_are_refused_wherever_a_grid_is_built(
         fork_sample(model.process, network_denoiser(model.process, model.net), torch.zeros(1, 2), (1, 4, 4), 0.5, 2,
                     steps=7)
     model.process.check_sample_steps(25)  # divisors of T pass
+
+
+def test_fork_times_between_the_chains_steps_are_refused_on_trained_ones_the_network_sees_only_trained_steps():
+    """The forking sampler inserts each fork time 1 − τ into its grid: under a DDPM a τ between two of the chain's
+    steps would query the network at a step it never trained on (0.555 of T = 100 is step 44.5); refused, before the
+    network is asked anything. A τ on the chain (0.55: step 45) forks, and every time the network sees is a step."""
+    from conceptlab.models.diffusion_model import build_model
+    from conceptlab.models.forking import fork_sample, network_denoiser
+    from conceptlab.models.processes import DiffusionConfig
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(widths=[8], blocks_per_level=1, norm_groups=4, mid_attention=False),
+                        DiffusionConfig(process="ddpm", ddpm_steps=100, sample_steps=10), 2, 4, 1).eval()
+    queried = []
+    forward = model.net.forward
+    model.net.forward = lambda z, t, p: (queried.append(float(t[0]) * 100), forward(z, t, p))[1]
+    denoiser = network_denoiser(model.process, model.net)
+    with pytest.raises(ValueError, match=r"fork time\(s\) tau = 0.555 fall between the chain's T = 100 steps"):
+        fork_sample(model.process, denoiser, torch.zeros(1, 2), (1, 4, 4), 0.555, 2, steps=10)
+    assert not queried
+    fork_sample(model.process, denoiser, torch.zeros(1, 2), (1, 4, 4), 0.55, 2, steps=10,
+                generator=torch.Generator().manual_seed(0))
+    assert any(abs(k - 45.0) < 1e-4 for k in queried), queried  # the fork's step (t in float32: 1e-6 off)
+    assert all(abs(k - round(k)) < 1e-4 for k in queried), queried

@@ -182,3 +182,17 @@ def test_a_sweep_column_with_a_missing_value_keeps_its_integers(tmp_path):
     root = _sweep(tmp_path, {"b": (_emergence_summary(800.0), None), "c": (_emergence_summary(700.0, 12345), None)})
     head, rows = _runs_table(sweep_report_html(root))
     assert [r[head.index("learning_time.held_out/color")] for r in rows] == ["—", "12345"]
+
+
+def test_a_torn_summary_is_a_row_that_says_so_and_the_other_runs_are_reported(tmp_path):
+    """A run whose summary.json is there but not JSON (a torn write) does not take the sweep report down: its row
+    reads "done, summary unreadable", a line names the file, the other runs keep their numbers."""
+    from conceptlab.report.html import UNREADABLE, sweep_report_html
+
+    root = _sweep(tmp_path, {"torn": (None, None), "ok": (_emergence_summary(800.0), None)})
+    (root / "torn" / "summary.json").write_text('{"learning')
+    page = sweep_report_html(root)
+    head, rows = _runs_table(page)
+    assert [r[head.index("state")] for r in rows] == [UNREADABLE, "done"]
+    assert [r[head.index("emergence.targets.11.emergence_step.naive")] for r in rows] == ["—", "800"]
+    assert f"{root / 'torn' / 'summary.json'} is not valid JSON" in page and "cannot be read" in page
