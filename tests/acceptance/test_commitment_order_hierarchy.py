@@ -40,6 +40,8 @@ could score by recognising a combination it was trained on). Every trained curve
 network's too.
 """
 
+from itertools import combinations
+
 import pytest
 import torch
 
@@ -61,12 +63,44 @@ CI_SIZE = [
     "eval.abstractions.controls=[untrained,random_init,pixels]",
 ]
 
+MEASURES = ("mutual_information", "mutual_information_bound", "forking_entropy", "linear_probe")
+CONTROLS = ("untrained", "random_init", "pixels")  # CI_SIZE's eval.abstractions.controls
+
+
+def assert_covers_every_measure_and_attribute(summary: dict) -> None:
+    """Every block the test reads with all(...) holds an entry per measure × attribute of the hierarchy: an empty or
+    partial block would pass all(...) and say nothing. (Checked against the stored preset-size summaries of
+    results/runs/hierarchy-controls.)"""
+    every = {m: set(HIERARCHY) for m in MEASURES}
+    probe = {"linear_probe": set(HIERARCHY)}  # the pixels control has linear probes only
+
+    def keys(block: dict) -> dict:
+        return {m: set(per) for m, per in block.items()}
+
+    assert sorted(summary["attributes"]) == sorted(HIERARCHY), summary["attributes"]
+    assert set(summary["classifier_accuracy"]) == set(HIERARCHY), summary["classifier_accuracy"]
+    assert keys(summary["commitment_tau"]) == every, summary["commitment_tau"]
+    assert set(summary["commitment_order"]) == set(MEASURES), summary["commitment_order"]
+    assert len(summary["agreement"]) == 6 and {frozenset(pair.split(" vs ")) for pair in summary["agreement"]} == {
+        frozenset(pair) for pair in combinations(MEASURES, 2)}, summary["agreement"]
+    assert set(summary["signal_order_spearman"]) == set(MEASURES), summary["signal_order_spearman"]
+    assert keys(summary["mi_at_data"]) == {a: {"H(V)", "mutual_information", "mutual_information_bound"}
+                                           for a in HIERARCHY}, summary["mi_at_data"]
+    controls = summary["controls"]
+    assert set(controls) == {"trained", "trained_departs_from_every_control", *CONTROLS}, set(controls)
+    assert keys(controls["trained_departs_from_every_control"]) == every, controls["trained_departs_from_every_control"]
+    for source in CONTROLS:
+        for block in ("departs", "departs_margin", "departure_paired", "commitment_tau"):
+            assert keys(controls[source][block]) == (probe if source == "pixels" else every), (source, block,
+                                                                                              controls[source][block])
+
 
 @pytest.mark.slow
 def test_three_level_hierarchy_commits_in_signal_order_under_every_measure(tmp_path):
     # one thread: the 0.5 M-parameter UNet gains nothing from a second one, which thrashes on a loaded 2-core machine
     torch.set_num_threads(1)  # the findings conftest restores its setting afterwards
     summary = run_experiment(load_config("abstractions-hierarchy-tiny", CI_SIZE), tmp_path / "run", progress=False)
+    assert_covers_every_measure_and_attribute(summary)  # so that no all(...) below passes on a missing entry
     assert min(summary["classifier_accuracy"].values()) >= 0.99, summary["classifier_accuracy"]
     assert summary["conditional_accuracy"]["wall_hue"] >= 0.9, summary["conditional_accuracy"]
     assert summary["signal_order"] == HIERARCHY, summary["signal"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -111,63 +112,138 @@ DAMAGE = {
     "data.json deleted": lambda r, o: (r / "data.json").unlink(),
     "config.yaml: not YAML": lambda r, o: (r / "config.yaml").write_text("data: [unclosed"),
 }
-# the file each damage is about: a refusal must name it (by path or file name)
-NAMES = {
-    "checkpoint": "checkpoints", "training state": "train_state", "train log": "train_log", "timings": "timings",
+# the file each damage is about (relative to the run folder): a refusal or a warning must name it in full; a damaged
+# checkpoint is its weights and its sidecar, either named
+FILES = {
+    "training state": "train_state.safetensors", "train log": "train_log.jsonl", "timings": "timings.jsonl",
     "summary": "summary.json", "run table concept_space": "concept_space.parquet",
-    "run table interventions": "interventions.parquet", "per-checkpoint eval": "eval/step_",
-    "per-checkpoint interventions": "interventions/step_", "samples": "samples.safetensors",
+    "run table interventions": "interventions.parquet", "samples": "samples.safetensors",
     "provenance": "provenance.json", "data.json": "data.json", "config.yaml": "config.yaml",
 }
+# `runs ls` columns read from a run folder's file: where the store leaves that file out (with a warning), the run's
+# cells there are left out ("—"; the status "incomplete"), and only there
+FROM_FILE = {"summary.json": lambda column: column == "status" or column.startswith("learning_time_"),
+             "config.yaml": lambda column: column == "name" or "." in column}
+PER_RUN_ROWS = "select run_id, count(*) as n from concept_space group by run_id order by run_id"
 
 
-def _named(damage: str) -> str:
-    return next(v for k, v in NAMES.items() if damage.startswith(k))
+def _damaged(damage: str, run: Path) -> set[str]:
+    """The files of `run` (relative paths) that `damage` is about, found before it is done."""
+    if damage.startswith("checkpoint"):
+        weights = sorted((run / "checkpoints").glob("step_*.safetensors"))[0 if "middle one" in damage else -1]
+        return {f"checkpoints/{weights.name}", f"checkpoints/{weights.with_suffix('.json').name}"}
+    for folder in ("eval", "interventions"):
+        if damage.startswith(f"per-checkpoint {folder}"):
+            return {f"{folder}/{sorted((run / folder).glob('*.parquet'))[-1].name}"}
+    return {next(v for k, v in FILES.items() if damage.startswith(k))}
+
+
+def _names(message: str, files: set[str], run: Path) -> bool:
+    """Whether `message` names one of the damaged `files` of `run`: by its path, or — a checkpoint file gone — by
+    the checkpoints folder and the checkpoint's step in a list ("…/run/checkpoints: checkpoints of step(s) [20] are
+    missing or incomplete")."""
+    if any(f in message for f in files):
+        return True
+    folder = f"{run}/checkpoints"
+    after = message.split(folder, 1)[1] if folder in message else ""
+    steps = {int(m.group(1)) for f in files if (m := re.fullmatch(r"checkpoints/step_(\d+)\.\w+", f))}
+    return any(re.search(rf"\[[\d, ]*\b{step}\b[\d, ]*\]", after) for step in steps)
 
 
 def _invoke(args: list[str]):
     result = runner.invoke(app, args, terminal_width=400)
     text = result.output + (str(result.exception) if result.exception and not isinstance(result.exception,
                                                                                           SystemExit) else "")
-    return result.exit_code, text, result.exception
+    return result.exit_code, text, result.exception, result.stdout
+
+
+def _ls_table(stdout: str) -> tuple[dict[str, dict[str, str]], str]:
+    """`runs ls`'s table as run_id → {column: cell}, and its last line ("N runs under ROOT")."""
+    lines = [line.strip() for line in stdout.splitlines() if line.strip()]
+    header = re.split(r"\s{2,}", lines[0])
+    rows = [re.split(r"\s{2,}", line) for line in lines[1:-1]]
+    assert all(len(row) == len(header) for row in rows), stdout
+    return {row[0]: dict(zip(header, row)) for row in rows}, lines[-1]
+
+
+def _check_store_answer(label: str, stdout: str, expected: str, left_out: set[str]) -> str:
+    """`runs ls` / `runs query` after the damage, exit 0: the undamaged answer, or — where the store left a damaged
+    file of the run out (`left_out`, named in its warnings) — that answer less exactly that file's part."""
+    if label == "runs query":  # rows per run of concept_space: the damaged run's row goes with its table, no other
+        lines = expected.splitlines()
+        want = [line for line in lines if not ("concept_space.parquet" in left_out and line.startswith("run,"))]
+        assert stdout.splitlines() == want, (stdout, expected, left_out)
+        return "same answer" if want == lines else "answered without the damaged table"
+    rows, count = _ls_table(stdout)
+    truth, truth_count = _ls_table(expected)
+    assert set(rows) == set(truth) == {"run", "other"} and count == truth_count, (stdout, expected)
+    if "config.yaml" not in left_out:  # the columns shown: the config keys that differ between runs, and the rest
+        assert list(rows["run"]) == list(truth["run"]), (stdout, expected)
+    shared = [c for c in rows["run"] if c in truth["run"]]
+    assert {c: rows["other"][c] for c in shared} == {c: truth["other"][c] for c in shared}, (stdout, expected)
+    gone = [c for c in shared if any(FROM_FILE[f](c) for f in left_out if f in FROM_FILE)]
+    assert {c: rows["run"][c] for c in shared if c not in gone} == {c: truth["run"][c] for c in shared if c not in gone}
+    for c in gone:
+        assert rows["run"][c] == ("incomplete" if c == "status" else "—"), (c, stdout)
+    if not left_out:
+        assert stdout == expected
+    return "same answer" if stdout == expected else "answered without the damaged file"
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damage_then_every_reading_command_never_gives_silent_wrong_results(finished, tmp_path, damage):
-    run = tmp_path / "root" / "run"
+    root = tmp_path / "root"
+    run = root / "run"
     shutil.copytree(finished / "run", run)
-    truth = _results(json.loads((run / "summary.json").read_text()))
+    shutil.copytree(finished / "other", root / "other")  # an undamaged run beside it: the store answers for it
+    original = json.loads((run / "summary.json").read_text())
+    truth = _results(original)
+    store_commands = {"runs ls": ["runs", "ls", "--root", str(root)],
+                      "runs query": ["runs", "query", PER_RUN_ROWS, "--root", str(root), "--csv"]}
+    expected = {}
+    for label, command in store_commands.items():  # the undamaged answers, checked against the run folders' files
+        code, text, exc, stdout = _invoke(command)
+        assert code == 0 and "warning:" not in text, (label, text)
+        expected[label] = stdout
+    rows = {rid: len(pd.read_parquet(root / rid / "concept_space.parquet")) for rid in ("other", "run")}
+    assert expected["runs query"].splitlines() == ["run_id,n", *(f"{rid},{n}" for rid, n in rows.items())], expected
+    listed, count = _ls_table(expected["runs ls"])
+    assert set(listed) == {"run", "other"} and count == f"2 runs under {root}", expected["runs ls"]
+    for rid, row in listed.items():
+        times = json.loads((root / rid / "summary.json").read_text())["learning_time"]
+        assert row["status"] == "done" and {c: v for c, v in row.items() if c.startswith("learning_time_")} == {
+            f"learning_time_{k.replace('/', '_')}": "—" if v is None else f"{float(v):.4g}" for k, v in times.items()}
+    named = _damaged(damage, run)
     DAMAGE[damage](run, finished / "other")
-    name = _named(damage)
     outcomes = {}
-    for command in (["runs", "show", str(run), "--json"], ["runs", "ls", "--root", str(tmp_path / "root")],
-                    ["runs", "query", "select count(*) as n from concept_space", "--root", str(tmp_path / "root"),
-                     "--csv"],
-                    ["resume", str(run), "--no-progress", "--threads", "1"]):  # last: it may repair what it can
-        code, text, exc = _invoke(command)
-        label = command[0] if command[0] != "runs" else f"runs {command[1]}"
+    commands = (("runs show", ["runs", "show", str(run), "--json"]), *store_commands.items(),
+                ("resume", ["resume", str(run), "--no-progress", "--threads", "1"]))  # last: it may repair what it can
+    for label, command in commands:
+        code, text, exc, stdout = _invoke(command)
         assert exc is None or isinstance(exc, SystemExit), f"{damage} / {label}: traceback {exc!r}"
         assert "Traceback" not in text, (damage, label, text)
-        if code == 0 and label in ("runs show", "resume"):
+        warnings = [line for line in text.splitlines() if line.startswith("warning:")]
+        # a warning is about the damaged file, by its full path
+        assert all(any(str(run / f) in w for f in named) for w in warnings), (damage, label, warnings)
+        if code == 0 and label == "runs show":  # the command's own answer: the undamaged summary, all of it
+            assert json.dumps(json.loads(stdout), sort_keys=True) == json.dumps(original, sort_keys=True), \
+                f"{damage} / {label}: exit 0 with a different summary"
+            outcomes[label] = "same results"
+        elif code == 0 and label == "resume":  # what it leaves: the undamaged results
             summary = json.loads((run / "summary.json").read_text())
             assert _results(summary) == truth, f"{damage} / {label}: exit 0 with different results"
             outcomes[label] = "same results"
         elif code == 0:
-            if "warning" in text:
-                assert name.split("/")[-1].split("_")[0] in text, (damage, label, text)
-            outcomes[label] = "answered" + (" with a warning" if "warning" in text else "")
+            left_out = {f for f in named if any(str(run / f) in w for w in warnings)}
+            outcomes[label] = _check_store_answer(label, stdout, expected[label], left_out)
         else:
             errors = [line for line in text.strip().splitlines() if line.startswith("error:")]
             assert code in (1, 2) and len(errors) == 1, (damage, label, text)
-            assert name.split("/")[-1] in errors[0] or name in errors[0], f"{damage} / {label}: '{name}' not named: {text}"
+            assert _names(errors[0], named, run), f"{damage} / {label}: none of {named} named: {text}"
             outcomes[label] = "refused, naming the file"
     # a damaged checkpoint that has to be evaluated again is refused, never evaluated as this run's
     if "re-evaluation needed" in damage:
         assert outcomes["resume"] == "refused, naming the file", outcomes
-    COUNTS.setdefault(damage, outcomes)
-
-
-COUNTS: dict[str, dict[str, str]] = {}
 
 
 def test_kill_9_during_training_and_during_evaluation_then_resume_is_byte_identical_and_loses_nothing(tmp_path):

@@ -7,12 +7,15 @@ import os
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 from conceptlab import __version__
 from conceptlab.cli import app
+from conceptlab.experiments.loading import config_to_yaml, load_config
+from conceptlab.store.files import write_json, write_parquet
 
 # `make test` runs `--dist loadgroup`:
 # the tests share one module-scoped set of micro runs, so they run on one worker (built once)
@@ -124,7 +127,7 @@ def test_report_of_a_run_and_of_a_sweep_writes_report_html(folders, monkeypatch)
 
 
 @pytest.mark.slow
-def test_old_spellings_work_with_one_deprecation_line(folders):
+def test_old_spellings_work_with_one_deprecation_line(folders, tmp_path):
     run, sweep, spec = folders / "runs" / "0001-micro", folders / "sweep", folders / "one-run.yaml"
     same = [  # old → new: the same output but for the one deprecation line, the same exit code
         (["presets"], ["preset", "ls"]),
@@ -142,10 +145,61 @@ def test_old_spellings_work_with_one_deprecation_line(folders):
         assert len(notes) == 1 and f"`conceptlab {' '.join(new[:2])}" in notes[0], (old, notes)
         assert old_code == new_code == 0, (old, old_text)
         assert [l for l in lines if not l.startswith(DEPRECATED)] == new_text.splitlines(), (old, old_text)
-    folded = [["sweep-report", str(sweep)], ["emergence-report", str(folders / "runs")],
-              ["controls-report", str(sweep)]]  # now parts of `report`
-    for old in folded:
-        code, text = _out(old)
-        notes = [l for l in text.splitlines() if l.startswith(DEPRECATED)]
-        assert len(notes) == 1 and "use `conceptlab report`" in notes[0], (old, text)
-    assert _out(folded[0])[0] == 0  # the sweep's learning-time table, as before
+    # now parts of `report`, each on a folder of its kind of run: the old spelling prints exactly its part of what
+    # `report` prints. `report` on a sweep then writes report.html and says so (one last line), and puts a blank line
+    # before the controls part; on a folder of runs that is not a sweep it writes no page
+    emergence, controls = _emergence_runs(tmp_path / "emergence"), _controls_sweep(tmp_path / "controls")
+    folded = [("sweep-report", sweep, [], [f"report: {sweep / 'report.html'}"]),
+              ("emergence-report", emergence, [], []),
+              ("controls-report", controls, [""], [f"report: {controls / 'report.html'}"])]
+    for old, folder, before, after in folded:
+        old_code, old_text = _out([old, str(folder)])
+        new_code, new_text = _out(["report", str(folder)])
+        lines = old_text.splitlines()
+        notes = [l for l in lines if l.startswith(DEPRECATED)]
+        assert len(notes) == 1 and "use `conceptlab report`" in notes[0], (old, old_text)
+        assert old_code == new_code == 0, (old, old_text, new_text)
+        part = [l for l in lines if not l.startswith(DEPRECATED)]
+        assert len(part) > 2 and [*before, *part, *after] == new_text.splitlines(), (old, old_text, new_text)
+
+
+def _emergence_runs(folder):
+    """Two finished hidden-emergence runs written by hand (as tests/unit/experiments/test_emergence_report.py does):
+    what the emergence report reads, without training."""
+    for seed, (naive, over) in {0: (250.0, 200.0), 1: (None, 175.0)}.items():
+        run = folder / f"run{seed}"
+        run.mkdir(parents=True)
+        cfg = load_config("micro", [f"train.train_seed={seed}", f"data.data_seed={seed}"])
+        (run / "config.yaml").write_text(config_to_yaml(cfg))
+        write_parquet(run / "emergence.parquet", pd.DataFrame(
+            [{"target": "11", "intervention": name, "step": s, "variant": "v",
+              "score": float(at is not None and s >= at), "hit_rate": 0.0, "valid_fraction": 1.0, "n": 24}
+             for name, at in (("naive", naive), ("over_prompting", over)) for s in (50, 100, 150, 200, 250, 300)]))
+        write_json(run / "summary.json", {"emergence": {"threshold": 0.5, "targets": {"11": {
+            "emergence_step": {"naive": naive, "over_prompting": over},
+            "final_score": {"naive": 1.0 if naive else 0.0, "over_prompting": 1.0},
+            "memorization": {"start": 50.0, "end": 75.0, "read_as": "01"}, "turn": {"step": 150.0, "angle": 90.0},
+            "capability_gap": None if naive is None else naive - over}}}})
+    return folder
+
+
+def _controls_sweep(root):
+    """A finished sweep declaring a controls block, written by hand (as tests/unit/experiments/test_controls_report.py
+    does): two report seeds, a trained and an untrained measure each, one claim."""
+    root.mkdir(parents=True)
+    claim = {"name": "beats-untrained", "statement": "more additive than at initialisation",
+             "measure": "additive_share", "control": "untrained", "direction": "greater", "margin": 0.1}
+    spec = {"name": "toy", "base": "micro", "axes": {"seeds": [100, 101]}, "settings_seeds": [0],
+            "controls": {"sources": ["trained", "untrained"], "measures": ["additive_share"], "claims": [claim]}}
+    (root / "sweep.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    runs = []
+    for seed, (trained, untrained) in {100: (0.9, 0.4), 101: (0.85, 0.5)}.items():
+        run = root / f"run{seed}"
+        run.mkdir()
+        cfg = load_config("micro", [f"train.train_seed={seed}", f"data.data_seed={seed}"])
+        (run / "config.yaml").write_text(config_to_yaml(cfg))
+        write_json(run / "summary.json", {"controls": {"trained": {"additive_share": trained},
+                                                       "untrained": {"additive_share": untrained}}})
+        runs.append({"run_id": run.name, "values": {"seed": seed}})
+    write_json(root / "manifest.json", {"sweep": "toy", "runs": runs})
+    return root

@@ -7,9 +7,13 @@ Without Chromium the test skips with the reason, except under CI (`CI=true`), wh
 installs it (`scripts/chromium_install.sh`)."""
 
 import os
+import shutil
 
 import pytest
 from cdp_client import Browser, find_chromium
+from typer.testing import CliRunner
+
+from conceptlab.cli import app
 
 CHECK = """(() => {
   const images = [...document.images];
@@ -67,15 +71,28 @@ def _render(browser, report, shot):
 @pytest.mark.slow
 def test_run_and_sweep_reports_render_without_errors_in_chromium(chromium, micro_run, micro_sweep, synthetic_findings,
                                                                 tmp_path):
+    # the sweep as `sweep run` leaves it has no figure of its own; `conceptlab report` (on a copy: the fixture is
+    # shared) adds the learning-time figure to its page, so the sweep's page shows an image that has to load
+    reported = tmp_path / "reported-sweep"
+    shutil.copytree(micro_sweep, reported)
+    done = CliRunner().invoke(app, ["report", str(reported)])
+    assert done.exit_code == 0, done.output
+    pages = (("run", micro_run / "report.html", None), ("sweep", micro_sweep / "report.html", micro_sweep),
+             ("reported-sweep", reported / "report.html", reported))
     with Browser(chromium, tmp_path / "profile") as browser:
-        for name, report in (("run", micro_run / "report.html"), ("sweep", micro_sweep / "report.html")):
+        for name, report, sweep in pages:
             state = _render(browser, report, tmp_path / f"{name}.png")
             assert browser.errors() == [], f"{name} report: {browser.errors()}"
             outside = [u for u in browser.requests() if not u.startswith(("data:", report.as_uri()))]
             assert outside == [], f"{name} report fetched {outside}"
             assert state["broken"] == [], f"{name} report: images did not load: {state['broken']}"
             assert state["empty"] == [] and state["tables"] > 0, f"{name} report: empty tables {state['empty']}"
-            assert state["images"] >= (4 if name == "run" else 0)
+            if sweep is None:
+                assert state["images"] >= 4
+            else:  # a sweep's page shows exactly its figures: the PNGs at its top and under figures/
+                figures = [*sweep.glob("*.png"), *sweep.glob("figures/*.png")]
+                assert state["images"] == len(figures), (state, figures)
+                assert sweep != reported or [p.name for p in figures] == ["concept_signal.png"], figures
             assert (tmp_path / f"{name}.png").stat().st_size > 10_000
             sort = browser.evaluate(SORT)
             assert sort["n"] > 1 and sort["reversed"], sort

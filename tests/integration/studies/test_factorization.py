@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from conceptlab.analysis.geometry import as_grid, chord_tests
 from conceptlab.experiments.loading import validate
 from conceptlab.experiments.runner import build_run_model, evaluate_run
 from conceptlab.hooks import HookNameError
@@ -24,12 +25,12 @@ SMALL = {
 }
 
 
-def _setup(tmp_path, overrides=None):
+def _setup(tmp_path, overrides=None, steps=(5, 10)):
     cfg = validate({**SMALL, **(overrides or {})})
     dgp = build_data(cfg.data)
     torch.manual_seed(0)
     model = build_run_model(cfg, dgp)
-    for step in (5, 10):
+    for step in steps:
         save_checkpoint(tmp_path / "checkpoints", step, prefixed("model.", model.state_dict()),
                         {"config_hash": cfg.training_hash()})
     return cfg, dgp, model
@@ -78,12 +79,22 @@ def test_ground_truth_generations_score_one_and_geometry_rows_exist(tmp_path, mo
 def test_torus_accuracy_wraps_and_every_skips_checkpoints(tmp_path, monkeypatch):
     data = {"kind": "bumps", "image": "bump", "image_size": 8, "periodic": True}
     cfg, dgp, model = _setup(tmp_path, {"data": data, "eval": {"composition": {"every": 2, "labels_per_region": 64},
-                                                                "geometry": {"every": 2, "homology": False}}})
+                                                                "geometry": {"every": 2, "homology": False}}},
+                                 steps=(5, 10, 15, 20))
     monkeypatch.setattr(model, "sample", _perfect_sampler(dgp))
     summary, _ = evaluate_run(cfg, tmp_path, dgp, model, progress=False)
+    # every=2 over 5, 10, 15, 20: the first, every 2nd after it (15) and always the last (20), never 10
     acc = pd.read_parquet(tmp_path / "composition.parquet")
-    assert list(acc["region"]) == ["train"] * 2 and (acc["joint"] == 1.0).all()  # steps 5 and the last (10)
-    assert "betti" not in summary and summary["chord_tests"]["orthogonality"] >= 0
+    assert list(acc["step"]) == [5, 15, 20] and list(acc["region"]) == ["train"] * 3 and (acc["joint"] == 1.0).all()
+    geo = pd.read_parquet(tmp_path / "geometry.parquet")
+    assert list(geo["step"]) == [5, 15, 20]
+    assert "betti" not in summary
+    # the summary's chord tests are those of the last checkpoint's cloud (to the summary's 4 decimals),
+    # and orthogonality is a mean |cos|: within [0, 1]
+    cloud = read_tensors(tmp_path / "geometry" / "step_0000020.safetensors")
+    ortho = summary["chord_tests"]["orthogonality"]
+    assert 0.0 <= ortho <= 1.0 and ortho == pytest.approx(
+        chord_tests(as_grid(cloud["points"], cloud["labels"]), periodic=True)["orthogonality"], abs=1e-4)
 
 
 def test_grid_sublattice_keeps_a_full_grid():

@@ -81,7 +81,9 @@ def test_capability_gap_per_seed_and_across_seeds():
     emergence = emergence_steps(pd.DataFrame(curves))
     gaps = capability_gaps(emergence)
     assert gaps["capability_gap"].iloc[0] == 400 and math.isnan(gaps["capability_gap"].iloc[1])
-    assert capability_gap({"naive": 900.0, "over": math.nan}) != capability_gap({"naive": 900.0, "over": 100.0})
+    assert math.isnan(capability_gap({"naive": 900.0, "over": math.nan}))  # no other intervention emerged
+    assert math.isnan(capability_gap({"naive": math.nan, "over": 100.0}))  # naive prompting never emerged
+    assert capability_gap({"naive": 900.0, "over": 100.0, "linear": 300.0}) == 800.0  # minus the earliest other
     with pytest.raises(ValueError, match="naive"):
         capability_gap({"over": 1.0})
     spread = across_seeds(emergence, "emergence_step", by=["intervention"]).set_index("intervention")
