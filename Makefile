@@ -23,7 +23,7 @@ demo: $(STAMP)
 	$(VENV)/bin/conceptlab sweep run hidden-emergence-tiny
 	$(VENV)/bin/conceptlab report runs/hidden-emergence-tiny
 
-# the whole suite (budget 15 min on 2 cores, met on bf16 CPUs, not on fp32 ones: docs/benchmarks.md); --durations
+# the whole suite (budget 15 min on 2 cores; its measured times per CPU are in docs/benchmarks.md); --durations
 # lists the slowest tests, to keep it in that budget
 test: $(STAMP)
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --dist loadgroup --no-loadscope-reorder --maxschedchunk 1 --durations=25

@@ -4,8 +4,9 @@ For each preset (read with `conceptlab.experiments.loading.load_config`) it meas
 
 - data: building the training set (`dgp.training_set()`), once;
 - training: `train.steps` × the median s/step of `iter_training`'s loop body at the preset's batch size, network and
-  precision: a batch drawn from the training set and augmented as `train` says, the trainer's own `train_step`, and
-  the EMA update where `train.ema_decay` is set (`--steps` timed steps after one untimed);
+  precision: a batch drawn from the training set, its labels dropped at `diffusion.cfg_dropout` and augmented as
+  `train` says, the trainer's own `train_step`, the EMA update where `train.ema_decay` is set, and the host reads of
+  the loss and metrics (`--steps` timed steps after one untimed);
 - checkpoints: their number (`checkpoint_schedule`) × one save of the weights (and the EMA weights where kept) and the
   full training state;
 - evaluation: per evaluated checkpoint, the study's own per-checkpoint measurements (shapes: the concept-space
@@ -169,13 +170,19 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
     noise = torch.Generator().manual_seed(1)
     ema = EMA(model, tr.ema_decay) if tr.ema_decay is not None else None
 
-    def one_step() -> None:  # iter_training's loop body: draw and augment a batch, step, EMA
+    cfg_dropout = cfg.diffusion.cfg_dropout
+
+    def one_step() -> None:  # iter_training's loop body: draw, label-drop and augment a batch, step, EMA, reads
         idx = torch.randint(len(data.images), (tr.batch_size,), generator=g)
         images, prompts = unit_float(data.images[idx]), data.prompts[idx]
+        if cfg_dropout > 0:
+            drop = torch.rand(tr.batch_size, generator=g) < cfg_dropout
+            prompts = torch.where(drop[:, None], torch.full_like(prompts, cfg.data.null_value), prompts)
         images = color_jitter(hflip(images, tr.hflip, g), tr.color_jitter, g)
-        train_step(model, optimizer, images, prompts, noise, bf16, "cpu", tr.grad_clip)
+        loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, "cpu", tr.grad_clip)
         if ema is not None:  # as iter_training: every step
             ema.update(model, 1_000)
+        float(loss.detach()), [float(v) for v in metrics.values()], grad_norm is not None and float(grad_norm)
 
     one_step()
     per_step = [timed(one_step) for _ in range(steps)]

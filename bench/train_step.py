@@ -68,7 +68,8 @@ def profile_steps(step, n: int, conv_gflop: float, peak: float, top: int = 12) -
     print(f"profile of {n} of our steps: {total / 1e6 / n:.3f} s of operator self time a step; the top {top}:")
     for e in rows[:top]:
         print(f"  {e.key:<40} {e.self_cpu_time_total / total:6.1%}  ({e.count // n} calls a step)")
-    conv = [e for e in rows if e.key.startswith("aten::") and ("convolution" in e.key or "mkldnn_conv" in e.key)]
+    conv = [e for e in rows if e.key.startswith("aten::")  # oneDNN's, and torch's own (fp32, small batches)
+            and any(k in e.key for k in ("convolution", "mkldnn_conv", "slow_conv", "thnn_conv"))]
     conv_s = sum(e.self_cpu_time_total for e in conv) / 1e6 / n
     if conv_s > 0:
         inside = conv_gflop / conv_s

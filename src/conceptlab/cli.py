@@ -1185,7 +1185,7 @@ def sweep(
 ) -> None:
     """Run a sweep: expand the spec into runs with stable ids, skip complete runs, run the rest; then write the
     sweep's report.html (`conceptlab report SWEEP` adds the tables across its runs; a run whose summary does not
-    read leaves it unwritten with a warning, and the exit status is the runs'). Runs that differ only in their
+    read is a row saying so, and the exit status is the runs'). Runs that differ only in their
     evaluation train once: the others evaluate that training's checkpoints (their training.json says where from).
     Rerun from its folder, a sweep gets the base and overrides it was run with; other overrides are refused there."""
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
@@ -1476,7 +1476,7 @@ def runs_ls(
         columns = ["run_id", "status", "name", *varying[:8], *times]
         columns = [c for c in columns if c in runs.columns]
     _print_frame(runs[columns])
-    console.print(f"{len(runs)} runs under {root}", markup=False)
+    console.print(f"{len(runs)} runs under {root}", markup=False, soft_wrap=True)  # one line, whatever the width
 
 
 @runs_app.command("show")

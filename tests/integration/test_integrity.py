@@ -154,7 +154,9 @@ def _invoke(args: list[str]):
     result = runner.invoke(app, args, terminal_width=400)
     text = result.output + (str(result.exception) if result.exception and not isinstance(result.exception,
                                                                                           SystemExit) else "")
-    return result.exit_code, text, result.exception, result.stdout
+    # the answer alone: warnings go to stderr, but click < 8.2 mixes stderr into stdout
+    answer = "\n".join(line for line in result.stdout.splitlines() if not line.startswith("warning:"))
+    return result.exit_code, text, result.exception, answer
 
 
 def _ls_table(stdout: str) -> tuple[dict[str, dict[str, str]], str]:
