@@ -172,9 +172,9 @@ def test_bad_input():
         drop_labels(torch.zeros(2, 2), 1.5)
 
 
-def test_sample_steps_that_do_not_divide_T_are_refused_wherever_a_grid_is_built():
+def _ddpm_recording_steps():
+    """A micro DDPM model (T = 100) and the list its network appends each queried chain step k = t·T to."""
     from conceptlab.models.diffusion_model import build_model
-    from conceptlab.models.forking import fork_sample, network_denoiser
     from conceptlab.models.processes import DiffusionConfig
 
     torch.manual_seed(0)
@@ -183,6 +183,13 @@ def test_sample_steps_that_do_not_divide_T_are_refused_wherever_a_grid_is_built(
     queried = []
     forward = model.net.forward
     model.net.forward = lambda z, t, p: (queried.append(float(t[0]) * 100), forward(z, t, p))[1]
+    return model, queried
+
+
+def test_sample_steps_that_do_not_divide_T_are_refused_wherever_a_grid_is_built():
+    from conceptlab.models.forking import fork_sample, network_denoiser
+
+    model, queried = _ddpm_recording_steps()
     with pytest.raises(ValueError, match=r"sample steps \(7\) must divide the chain's T = 100 steps"):
         model.sample(torch.zeros(1, 2), steps=7, generator=torch.Generator().manual_seed(0))
     assert not queried  # refused before the network is asked anything
@@ -201,16 +208,9 @@ def test_fork_times_between_the_chains_steps_are_refused_on_trained_ones_the_net
     """The forking sampler inserts each fork time 1 − τ into its grid: under a DDPM a τ between two of the chain's
     steps would query the network at a step it never trained on (0.555 of T = 100 is step 44.5); refused, before the
     network is asked anything. A τ on the chain (0.55: step 45) forks, and every time the network sees is a step."""
-    from conceptlab.models.diffusion_model import build_model
     from conceptlab.models.forking import fork_sample, network_denoiser
-    from conceptlab.models.processes import DiffusionConfig
 
-    torch.manual_seed(0)
-    model = build_model(ModelConfig(widths=[8], blocks_per_level=1, norm_groups=4, mid_attention=False),
-                        DiffusionConfig(process="ddpm", ddpm_steps=100, sample_steps=10), 2, 4, 1).eval()
-    queried = []
-    forward = model.net.forward
-    model.net.forward = lambda z, t, p: (queried.append(float(t[0]) * 100), forward(z, t, p))[1]
+    model, queried = _ddpm_recording_steps()
     denoiser = network_denoiser(model.process, model.net)
     with pytest.raises(ValueError, match=r"fork time\(s\) tau = 0.555 fall between the chain's T = 100 steps"):
         fork_sample(model.process, denoiser, torch.zeros(1, 2), (1, 4, 4), 0.555, 2, steps=10)
