@@ -33,7 +33,6 @@ from pathlib import Path
 import torch
 
 import benchlib
-from conceptlab.data.labelled import unit_float
 from conceptlab.models.diffusion_model import build_model
 from conceptlab.probes.concept_classifier import ConceptProbe, default_cache_dir, probe_key
 from conceptlab.store.run_folder import RunFolder
@@ -44,9 +43,8 @@ from conceptlab.train.checkpoints import (
     save_checkpoint,
     save_training_state,
 )
-from conceptlab.train.augment import color_jitter, hflip
 from conceptlab.train.precision import resolve_bf16
-from conceptlab.train.trainer import EMA, build_optimizer, train_step
+from conceptlab.train.trainer import EMA, TrainingData, build_optimizer, train_step, training_batch
 
 QUICK = {"micro": []}  # --quick: presets small enough for a test
 
@@ -170,19 +168,15 @@ def predict(preset: str, overrides: list[str], steps: int) -> dict[str, float]:
     noise = torch.Generator().manual_seed(1)
     ema = EMA(model, tr.ema_decay) if tr.ema_decay is not None else None
 
-    cfg_dropout = cfg.diffusion.cfg_dropout
+    batches = TrainingData(data.images, data.prompts, cfg.data.null_value)  # as the run driver hands it over
 
-    def one_step() -> None:  # iter_training's loop body: draw, label-drop and augment a batch, step, EMA, reads
-        idx = torch.randint(len(data.images), (tr.batch_size,), generator=g)
-        images, prompts = unit_float(data.images[idx]), data.prompts[idx]
-        if cfg_dropout > 0:
-            drop = torch.rand(tr.batch_size, generator=g) < cfg_dropout
-            prompts = torch.where(drop[:, None], torch.full_like(prompts, cfg.data.null_value), prompts)
-        images = color_jitter(hflip(images, tr.hflip, g), tr.color_jitter, g)
+    def one_step() -> None:  # iter_training's loop body: its batch, the step, the EMA update, the host reads
+        images, prompts = training_batch(batches, tr, cfg.diffusion.cfg_dropout, g)
         loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, "cpu", tr.grad_clip)
         if ema is not None:  # as iter_training: every step
             ema.update(model, 1_000)
-        float(loss.detach()), [float(v) for v in metrics.values()], grad_norm is not None and float(grad_norm)
+        float(loss.detach())
+        [float(v) for v in (*metrics.values(), *([grad_norm] if grad_norm is not None else []))]
 
     one_step()
     per_step = [timed(one_step) for _ in range(steps)]

@@ -397,8 +397,8 @@ def sweep_report_html(sweep_root: Path) -> str:
         runs += (f'<div class="muted">{left_out} more headline numbers (at most {SWEEP_PER_PATTERN} columns per kind '
                  "of number here) are in each run's own report</div>")
     if unreadable:
-        runs = ("<p>" + "<br>".join(html.escape(f"{line}: the run finished but its summary cannot be read; rerun its "
-                                              "evaluation (conceptlab resume) or restore the file")
+        runs = ("<p>" + "<br>".join(html.escape(f"{line}: the run finished but its summary cannot be read; move the "
+                                              "file aside and resume the run (conceptlab resume) to write it again")
                                     for line in unreadable) + "</p>" + runs)
     counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
     tables = "".join(f"<h3>{html.escape(p.stem)}</h3>" + table_html(_displayable(read_parquet(p)), p.stem)

@@ -94,6 +94,18 @@ class EMA:
             ema_b.copy_(b)
 
 
+def training_batch(data: TrainingData, cfg: TrainConfig, cfg_dropout: float,
+                   generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """One step's (images, prompts) as `iter_training` draws them from `generator`: indices, unit-float images, the
+    classifier-free label dropout (a dropped row's whole prompt set to the null value), then flip and colour jitter."""
+    idx = torch.randint(data.images.shape[0], (cfg.batch_size,), generator=generator)
+    images, prompts = unit_float(data.images[idx]), data.prompts[idx]
+    if cfg_dropout > 0:
+        drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
+        prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
+    return color_jitter(hflip(images, cfg.hflip, generator), cfg.color_jitter, generator), prompts
+
+
 def iter_training(
     model: nn.Module,
     data: TrainingData,
@@ -134,15 +146,9 @@ def iter_training(
         start = int(meta["step"])
     last_saved = start or None
     model.train()
-    n = data.images.shape[0]
     for step in range(start + 1, cfg.steps + 1):
         began = time.perf_counter()
-        idx = torch.randint(n, (cfg.batch_size,), generator=generator)
-        images, prompts = unit_float(data.images[idx]), data.prompts[idx]
-        if cfg_dropout > 0:
-            drop = torch.rand(cfg.batch_size, generator=generator) < cfg_dropout
-            prompts = torch.where(drop[:, None], torch.full_like(prompts, data.null_value), prompts)
-        images = color_jitter(hflip(images, cfg.hflip, generator), cfg.color_jitter, generator)
+        images, prompts = training_batch(data, cfg, cfg_dropout, generator)
         try:  # a non-finite loss or gradient: no step taken, so no EMA update and no checkpoint of it either
             loss, metrics, grad_norm = train_step(model, optimizer, images, prompts, noise, bf16, device,
                                                   cfg.grad_clip)
