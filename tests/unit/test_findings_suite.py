@@ -539,6 +539,26 @@ def test_seeds_runs_only_those_report_seeds_defers_the_rest_and_refuses_unknown_
         run_plan(p, Recorder(), progress=False, seeds={101, 999})
 
 
+def test_the_suite_hands_its_pool_the_largest_trainings_first_across_its_sets(tmp_path):
+    from types import SimpleNamespace
+
+    from conceptlab.experiments.findings import run_plan
+
+    class Recorder:  # an executor that runs nothing and says every task is done
+        def __init__(self):
+            self.tasks = []
+
+        def run(self, tasks, progress=True, console=None):
+            self.tasks += tasks
+            return [SimpleNamespace(run_id=t.run_id, state="done", error=None) for t in tasks]
+
+    p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")  # a: 20 steps, b: 30
+    executor = Recorder()
+    run_plan(p, executor, progress=False)
+    assert [(t.run_dir.parent.name, t.config.train.train_seed) for t in executor.tasks] == [
+        ("b", 100), ("b", 101), ("b", 102), ("a", 100), ("a", 101), ("a", 102)]  # the suite lists a first
+
+
 def test_a_run_two_sets_share_runs_once_and_the_other_set_gets_a_copy(tmp_path):
     from types import SimpleNamespace
 

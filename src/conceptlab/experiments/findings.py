@@ -34,8 +34,8 @@ from conceptlab.experiments.findings_spec import (
     selectors_of, setup_of,
 )
 from conceptlab.experiments.sweep import (
-    SEED_KEYS, Sweep, adopt_finished_twin, expand, is_complete, pending_runs, spec_text, training_plan,
-    training_waves, write_manifest, write_sweep_report_or_warn,
+    SEED_KEYS, Sweep, adopt_finished_twin, expand, is_complete, largest_first, pending_runs, spec_text,
+    training_plan, training_waves, write_manifest, write_sweep_report_or_warn,
 )
 from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -246,7 +246,7 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
         waves = training_waves(tasks, candidates + run_folders_under(train_from or []))
     outcomes = []
     for wave in waves:
-        outcomes += executor.run(wave, progress=progress, console=console, **kwargs)
+        outcomes += executor.run(largest_first(wave), progress=progress, console=console, **kwargs)
     waiting = 0
     for source, folder in twins:
         if adopt_finished_twin(source, folder):
@@ -461,8 +461,8 @@ def train_seconds(summary: dict[str, Any]) -> float:
 
 def wall_seconds(durations: Collection[float], workers: int) -> float:
     """An estimate of the wall time of runs of these durations on `workers` workers, one run each at a time: the
-    makespan with the longest started first, each on the worker free soonest (the pool starts them in the suite's
-    order, which can end later), not the run-hours over the workers (5 runs of an hour on 2 workers take 3 hours,
+    makespan with the longest started first, each on the worker free soonest (the pool orders them by their
+    training's arithmetic, `sweep.largest_first`, not by these times, so it can end later), not the run-hours over the workers (5 runs of an hour on 2 workers take 3 hours,
     not 2.5)."""
     if workers < 1:
         raise ValueError(f"workers must be ≥ 1, got {workers}")

@@ -1,5 +1,6 @@
 """Memory a run needs, estimated from its config before anything is allocated, and the memory it may use here; a
-run that cannot fit is refused in one line (the estimate, the limit, and the config keys that drive it).
+run that cannot fit is refused in one line (the estimate, the limit, and the config keys that drive it). Also the
+arithmetic of a run's training (`training_flops`), by which a pool orders its runs.
 
 The estimate of a run's peak resident memory is the sum of
 
@@ -18,6 +19,7 @@ clusters: a run whose estimate is over it is refused whatever the machine has fr
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +30,7 @@ from conceptlab.experiments.loading import ConfigError
 from conceptlab.messages import one_line
 from conceptlab.models.diffusion_model import build_network
 from conceptlab.models.footprint import network_footprint
-from conceptlab.studies import MemoryNeeds, study_for
+from conceptlab.studies import MemoryNeeds, build_data, study_for
 
 CAP_ENV = "CONCEPTLAB_MAX_MEMORY_GB"
 GB = 1e9
@@ -201,6 +203,37 @@ def _footprint(model_cfg, dgp, train_batch: int, eval_batch: int) -> dict[str, i
             net = build_network(model_cfg, dgp.prompt_dim, dgp.channels, dgp.null_label)
         _FOOTPRINTS[key] = network_footprint(net, shape, dgp.prompt_dim, train_batch, eval_batch)
     return dict(_FOOTPRINTS[key])
+
+
+_FORWARD_FLOPS: dict[tuple, float] = {}  # one image's forward FLOPs per (data kind, data config bar seed, model)
+
+
+def training_flops(cfg) -> float | None:
+    """The arithmetic of a run's training, from its config alone: `train.steps` × `train.batch_size` × 3 × one
+    image's forward FLOPs (torch's flop counter on the network built on the meta device, nothing allocated; a
+    backward pass is about two forwards). Evaluation is not counted, nor the time a FLOP takes (small images run
+    less efficiently): a proxy that orders runs by size, never reported as a time. None when the run's data or
+    network cannot be sized here (e.g. a study whose data needs files this machine lacks): the run itself says why.
+    The data is built (`build_data`, which reads no images for the built-in studies) under a forked RNG, so nothing
+    a run draws changes; kept per process by data and model config, bar the data seed."""
+    from torch.utils.flop_counter import FlopCounterMode  # here: it imports torch's subclass machinery (start-up)
+
+    data = cfg.data.model_dump(mode="json")
+    data.pop("data_seed", None)
+    key = (cfg.data.kind, json.dumps(data, sort_keys=True, default=str), cfg.model.model_dump_json())
+    if key not in _FORWARD_FLOPS:
+        try:
+            with torch.random.fork_rng(devices=[]):
+                dgp = build_data(cfg.data)
+                with torch.device("meta"):
+                    net = build_network(cfg.model, dgp.prompt_dim, dgp.channels, dgp.null_label)
+                size = (1, dgp.channels, dgp.image_size, dgp.image_size)
+                with torch.device("meta"), FlopCounterMode(display=False) as counter, torch.no_grad():
+                    net(torch.empty(size), torch.empty(1), torch.empty(1, dgp.prompt_dim))
+            _FORWARD_FLOPS[key] = float(counter.get_total_flops())
+        except Exception:  # noqa: BLE001 — a plug-in's data or network that cannot be built here: not sized
+            return None
+    return 3.0 * _FORWARD_FLOPS[key] * cfg.train.steps * cfg.train.batch_size
 
 
 def check_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEstimate:

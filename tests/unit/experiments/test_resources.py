@@ -101,3 +101,27 @@ def test_the_largest_evaluation_pass_is_the_one_a_cpu_run_samples(monkeypatch):
     assert needs.eval_batch == largest <= 128
     guided = load_config("hidden-emergence-paper", ["eval.interventions.cfg={scales: [3.0]}", "diffusion.cfg_dropout=0.1"])
     assert study_for("shapes").memory_needs(guided).eval_batch == 2 * largest
+
+
+def test_training_flops_follow_steps_batch_and_network_and_leave_the_rng_alone():
+    from conceptlab.experiments.resources import training_flops
+
+    base = training_flops(load_config("micro"))
+    assert base is not None and base > 0
+    assert training_flops(load_config("micro", ["train.steps=40"])) == pytest.approx(2 * base)
+    assert training_flops(load_config("micro", ["train.batch_size=128"])) == pytest.approx(2 * base)
+    wider = training_flops(load_config("micro", ["model.widths=[32,64]"]))
+    assert 3 < wider / base < 5  # convolutions' arithmetic grows with the square of the width
+    larger = training_flops(load_config("micro", ["data.image_size=64"]))
+    assert 3 < larger / base < 5  # and with the pixels
+    torch = pytest.importorskip("torch")
+    state = torch.random.get_rng_state()
+    training_flops(load_config("micro", ["data.data_seed=7", "model.widths=[8,16]"]))  # built afresh
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_a_run_whose_data_cannot_be_built_here_is_not_sized(tmp_path):
+    from conceptlab.experiments.resources import training_flops
+
+    cfg = load_config("celeba-micro", [f"data.root={tmp_path}"])  # no CelebA files there
+    assert training_flops(cfg) is None

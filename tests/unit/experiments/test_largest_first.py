@@ -1,0 +1,46 @@
+"""A pool gets its runs largest training first (`sweep.largest_first`), from `run_sweep` and the findings suite
+alike: the order the executor receives, ties kept, runs that cannot be sized first."""
+
+from pathlib import Path
+
+from conceptlab.experiments.executors import RunOutcome, RunTask
+from conceptlab.experiments.loading import load_config
+from conceptlab.experiments.sweep import expand, largest_first, run_sweep
+
+
+def _task(name, overrides=(), preset="micro"):
+    return RunTask(name, Path("/nonexistent") / name, load_config(preset, list(overrides)))
+
+
+def test_largest_training_first_ties_in_order_and_the_unsized_before_all(tmp_path):
+    tasks = [_task("short", ["train.steps=10"]), _task("long", ["train.steps=30"]),
+             _task("mid", ["train.steps=20"]), _task("mid-twin", ["train.steps=20", "data.data_seed=3"]),
+             _task("wide", ["train.steps=10", "model.widths=[32,64]"]),
+             _task("unsized", [f"data.root={tmp_path}"], preset="celeba-micro")]
+    order = [t.run_id for t in largest_first(tasks)]
+    assert order == ["unsized", "wide", "long", "mid", "mid-twin", "short"]  # wide: 10 steps of ~4× the arithmetic
+    assert largest_first([]) == []
+
+
+class _Recorder:
+    """An executor that runs nothing: it keeps the order it was given and says every run is queued."""
+
+    name = "recorder"
+
+    def __init__(self):
+        self.given: list[str] = []
+
+    def run(self, tasks, progress=True, console=None, on_outcome=None):
+        self.given += [t.run_id for t in tasks]
+        return [RunOutcome(t.run_id, "queued") for t in tasks]
+
+
+def test_a_sweep_hands_its_pool_the_longest_runs_first(tmp_path):
+    spec = tmp_path / "steps.yaml"
+    spec.write_text("base: micro\naxes:\n  grid:\n    train.steps: [10, 40, 20]\n  seeds: [0]\n")
+    sweep = expand(str(spec), root=tmp_path / "runs")
+    executor = _Recorder()
+    run_sweep(sweep, executor, progress=False)
+    steps = {r.run_id: r.config.train.steps for r in sweep.runs}
+    assert [steps[i] for i in executor.given] == [40, 20, 10]
+    assert [r.config.train.steps for r in sweep.runs] == [10, 40, 20]  # the manifest keeps the spec's order
