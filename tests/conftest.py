@@ -7,21 +7,34 @@ each). Each test gets the marker of its folder (`-m unit`, `-m "not acceptance"`
 Order for two xdist workers (`make test`: `-n 2 --dist loadgroup --maxschedchunk 1`; a module marked
 `xdist_group` runs on one worker, so its module- or session-scoped runs are built once: every module with such a
 fixture is marked, and tests/integration/test_test_harness.py checks that the installed pytest-xdist honours the marks): the findings tests take
-minutes each, everything else seconds. xdist hands each worker two tests first, then queues the next test on the
-worker whose running test ends first, so the findings (acceptance) tests go first in an order that splits them evenly (seconds
-at one thread, measured in one `make test` on an AMD EPYC with native bf16; an Intel Xeon without it, in fp32,
-took about 2.5× as long for the same tests):
+minutes each, everything else seconds. xdist deals each worker two tests first, in turn (the 1st and 3rd to one
+worker, the 2nd and 4th to the other), then queues the next test on the worker whose running test ends first, so
+the findings (acceptance) tests go first in an order that splits them evenly. A `make test` timeline on a 2-core AMD
+EPYC with native bf16 (2026-12-07; seconds at one thread, an fp32 CPU takes about twice as long):
 
-- worker 1: guidance after the transition (≈131: 1,000 steps, CFG doubles sampling, and ≈17 of it training the
-  shared concept probe) + underspecification twins (≈56), then composition (≈30);
-- worker 2: commitment-order hierarchy (≈72, no concept probe) + color-first (≈54: it asks for the probe after the
-  guidance test has cached it), then size-first (≈51) and hidden capability (≈62);
-- the rest to whichever is free. Two tests that need the probe started together leave one waiting on the probe's
-  lock with a core idle, hence the order.
+- worker 1: guidance after the transition (251: 1,000 steps, CFG doubles sampling), then hierarchy (162), then
+  composition (56);
+- worker 2: the underspecification twins (138), color-first (86), size-first (91), hidden capability (107), torus
+  (82);
+- the rest to whichever is free; neither worker idled between tests. The shared concept probe (≈ 28 s at one
+  thread) is trained by the first run to *evaluate* (after its training): here the underspecification twin's, at
+  ≈ 40 s, while guidance was still training, so no test waits on the probe's lock. Two tests whose evaluations
+  began together would leave one waiting with a core idle; keep the first evaluations apart.
 
-Serial runs are unaffected apart from the order."""
+Serial runs are unaffected apart from the order.
+
+`CONCEPTLAB_TEST_TIMELINE=DIR` records when each test starts and ends, per worker (`DIR/<worker>.jsonl`);
+`scripts/test_timeline.py DIR` reads it back (each worker's busy time and gaps, the long tests in order, the time per
+module): how the order above was checked."""
+
+import json
+import os
+import time
 
 import pytest
+
+TIMELINE_ENV = "CONCEPTLAB_TEST_TIMELINE"
+_timeline = None
 
 LAYERS = ("unit", "integration", "acceptance")
 FIRST = [
@@ -36,6 +49,27 @@ FIRST = [
 ]
 
 EARLY = ("test_gpu_scale_preset_runs_end_to_end_on_the_cpu",)  # ≈ 2 min over its presets, one test each
+
+
+def _mark(nodeid: str, event: str) -> None:
+    global _timeline
+    folder = os.environ.get(TIMELINE_ENV)
+    if not folder:
+        return
+    if _timeline is None:
+        os.makedirs(folder, exist_ok=True)
+        _timeline = open(os.path.join(folder, os.environ.get("PYTEST_XDIST_WORKER", "main") + ".jsonl"), "a")
+    _timeline.write(json.dumps({"test": nodeid, "event": event, "time": time.time()}) + "\n")
+    _timeline.flush()
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """With CONCEPTLAB_TEST_TIMELINE set: the test's start (in a worker: when it starts running there)."""
+    _mark(nodeid, "start")
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    _mark(nodeid, "end")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

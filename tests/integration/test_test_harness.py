@@ -34,3 +34,40 @@ def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
     assert len(set(workers)) == 1, (
         f"the group's tests ran on {sorted(set(workers))}: this pytest / pytest-xdist pair ignores xdist_group "
         "(pin pytest below the breaking version in pyproject.toml)")
+
+
+def test_a_timeline_records_each_workers_tests_and_the_script_reads_it_back(tmp_path):
+    """CONCEPTLAB_TEST_TIMELINE (tests/conftest.py) writes when each test ran on each worker, and
+    scripts/test_timeline.py summarises it: how the findings tests' order was checked."""
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copy(repo / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_sleepy.py").write_text(textwrap.dedent('''
+        import time
+        import pytest
+
+        @pytest.mark.parametrize("i", range(4))
+        def test_nap(i):
+            time.sleep(0.3 if i == 0 else 0.05)
+        '''))
+    timeline = tmp_path / "timeline"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+         str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "CONCEPTLAB_TEST_TIMELINE": str(timeline)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(p.name for p in timeline.glob("gw*.jsonl")) == ["gw0.jsonl", "gw1.jsonl"]
+    read = subprocess.run([sys.executable, str(repo / "scripts" / "test_timeline.py"), str(timeline), "--long", "0.25"],
+                          capture_output=True, text=True, timeout=60)
+    assert read.returncode == 0, read.stderr
+    out = read.stdout
+    assert out.count(" tests, ") == 2 and "busy" in out  # one line per worker, the controller's file left out
+    assert "test_nap[0]" in out and "test_nap[1]" not in out.split("per module")[0]  # only the long one listed
+    assert "test_sleepy.py" in out.split("per module")[1]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    none = subprocess.run([sys.executable, str(repo / "scripts" / "test_timeline.py"), str(empty)],
+                          capture_output=True, text=True, timeout=60)
+    assert none.returncode != 0 and "no finished test" in none.stderr
