@@ -246,7 +246,8 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
         waves = training_waves(tasks, candidates + run_folders_under(train_from or []))
     outcomes = []
     for wave in waves:
-        outcomes += executor.run(largest_first(wave), progress=progress, console=console, **kwargs)
+        outcomes += executor.run(largest_first(wave, getattr(executor, "workers", None)), progress=progress,
+                                 console=console, **kwargs)
     waiting = 0
     for source, folder in twins:
         if adopt_finished_twin(source, folder):

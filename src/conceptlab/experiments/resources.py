@@ -205,6 +205,13 @@ def _footprint(model_cfg, dgp, train_batch: int, eval_batch: int) -> dict[str, i
     return dict(_FOOTPRINTS[key])
 
 
+def network_shape(cfg) -> tuple[str, str, str]:
+    """What one image's forward pass depends on: the data kind, its config bar the data seed, the model config."""
+    data = cfg.data.model_dump(mode="json")
+    data.pop("data_seed", None)
+    return cfg.data.kind, json.dumps(data, sort_keys=True, default=str), cfg.model.model_dump_json()
+
+
 _FORWARD_FLOPS: dict[tuple, float] = {}  # one image's forward FLOPs per (data kind, data config bar seed, model)
 
 
@@ -218,9 +225,7 @@ def training_flops(cfg) -> float | None:
     a run draws changes; kept per process by data and model config, bar the data seed."""
     from torch.utils.flop_counter import FlopCounterMode  # here: it imports torch's subclass machinery (start-up)
 
-    data = cfg.data.model_dump(mode="json")
-    data.pop("data_seed", None)
-    key = (cfg.data.kind, json.dumps(data, sort_keys=True, default=str), cfg.model.model_dump_json())
+    key = network_shape(cfg)
     if key not in _FORWARD_FLOPS:
         try:
             with torch.random.fork_rng(devices=[]):

@@ -61,7 +61,7 @@ from conceptlab.experiments.loading import (
     validate,
 )
 from conceptlab.experiments.provenance import analysis_versions
-from conceptlab.experiments.resources import check_memory, training_flops
+from conceptlab.experiments.resources import check_memory, network_shape, training_flops
 from conceptlab.experiments.sweep_state import MANIFEST, is_sweep_folder, read_manifest
 from conceptlab.experiments.training_reuse import find_donor, run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -547,13 +547,19 @@ def training_plan(tasks: list[RunTask], candidates: list[Path]) -> tuple[list[li
     return [wave for wave in (first, later) if wave], borrowers
 
 
-def largest_first(tasks: list[RunTask]) -> list[RunTask]:
+def largest_first(tasks: list[RunTask], workers: int | None = None) -> list[RunTask]:
     """The tasks with the largest training first (`resources.training_flops`; those it cannot size before all, as
     they may be the longest), ties in their given order. A pool starts runs in its list's order, and a long run
     started last leaves the other workers idle while it ends: largest first is the classic rule that keeps that
     tail short (the quick findings suite's runs measured 2026-12-07: 13.7 min on two workers in the suite's order,
     13.0 in this one, 12.8 with the measured times known, docs/benchmarks.md). Which run goes first changes no
-    run's numbers: each draws from its own seeds."""
+    run's numbers: each draws from its own seeds. Nothing is counted and the order is kept when it cannot matter —
+    no more tasks than `workers` (all start at once), or every task of one training shape (data bar its seed, model,
+    steps, batch: a sweep over seeds or evaluation keys) — since sizing a first network costs about a second in a
+    fresh process (measured 2026-12-07: 1.15 s, mostly imports)."""
+    shapes = {(network_shape(t.config), t.config.train.steps, t.config.train.batch_size) for t in tasks}
+    if len(shapes) < 2 or (workers is not None and len(tasks) <= workers):
+        return list(tasks)
     work = [training_flops(t.config) for t in tasks]
     order = sorted(range(len(tasks)), key=lambda i: (work[i] is not None, -(work[i] or 0.0), i))
     return [tasks[i] for i in order]
@@ -576,7 +582,8 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
         waves = training_waves(tasks, candidates)
     outcomes = []
     for wave in waves:
-        outcomes += executor.run(largest_first(wave), progress=progress, console=console)
+        outcomes += executor.run(largest_first(wave, getattr(executor, "workers", None)), progress=progress,
+                                 console=console)
     report_error = write_sweep_report_or_warn(sweep.root, console)  # links each finished run's own report
     return {
         "runs": len(sweep.runs),

@@ -3,6 +3,8 @@ alike: the order the executor receives, ties kept, runs that cannot be sized fir
 
 from pathlib import Path
 
+import pytest
+
 from conceptlab.experiments.executors import RunOutcome, RunTask
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.sweep import expand, largest_first, run_sweep
@@ -20,6 +22,24 @@ def test_largest_training_first_ties_in_order_and_the_unsized_before_all(tmp_pat
     order = [t.run_id for t in largest_first(tasks)]
     assert order == ["unsized", "wide", "long", "mid", "mid-twin", "short"]  # wide: 10 steps of ~4× the arithmetic
     assert largest_first([]) == []
+    assert [t.run_id for t in largest_first(tasks, workers=6)] == [t.run_id for t in tasks]  # all start at once
+    assert [t.run_id for t in largest_first(tasks, workers=5)][0] == "unsized"
+
+
+def test_nothing_is_counted_where_the_order_cannot_matter(monkeypatch):
+    import conceptlab.experiments.sweep as sweep
+
+    def counted(cfg):
+        raise AssertionError("a network was sized")
+
+    monkeypatch.setattr(sweep, "training_flops", counted)
+    seeds = [_task(f"seed-{s}", ["train.steps=10", f"data.data_seed={s}", f"train.train_seed={s}",
+                                 f"eval.samples_per_class={2 + s}"]) for s in range(4)]  # seeds and eval keys only
+    assert largest_first(seeds) == seeds
+    mixed = [_task("short", ["train.steps=10"]), _task("long", ["train.steps=30"])]
+    assert largest_first(mixed, workers=2) == mixed
+    with pytest.raises(AssertionError, match="sized"):
+        largest_first(mixed, workers=1)
 
 
 class _Recorder:
