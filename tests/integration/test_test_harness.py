@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
     (tmp_path / "test_grouped.py").write_text(textwrap.dedent('''
@@ -36,38 +38,49 @@ def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
         "(pin pytest below the breaking version in pyproject.toml)")
 
 
-def test_a_timeline_records_each_workers_tests_and_the_script_reads_it_back(tmp_path):
-    """CONCEPTLAB_TEST_TIMELINE (tests/conftest.py) writes when each test ran on each worker, and
-    scripts/test_timeline.py summarises it: how the findings tests' order was checked."""
-    import shutil
+
+def _load(path, name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_timeline_records_each_workers_tests_and_the_script_reads_it_back(tmp_path, monkeypatch, capsys):
+    """CONCEPTLAB_TEST_TIMELINE (tests/conftest.py's start and finish hooks, a fresh copy of the module per worker)
+    writes when each test ran on each worker, and scripts/test_timeline.py summarises it: how the findings tests'
+    order was checked. (In-process: an xdist run of its own cost 8 s.)"""
+    import time
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
-    shutil.copy(repo / "tests" / "conftest.py", tmp_path / "conftest.py")
-    (tmp_path / "test_sleepy.py").write_text(textwrap.dedent('''
-        import time
-        import pytest
-
-        @pytest.mark.parametrize("i", range(4))
-        def test_nap(i):
-            time.sleep(0.3 if i == 0 else 0.05)
-        '''))
     timeline = tmp_path / "timeline"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, "CONCEPTLAB_TEST_TIMELINE": str(timeline)})
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert sorted(p.name for p in timeline.glob("gw*.jsonl")) == ["gw0.jsonl", "gw1.jsonl"]
-    read = subprocess.run([sys.executable, str(repo / "scripts" / "test_timeline.py"), str(timeline), "--long", "0.25"],
-                          capture_output=True, text=True, timeout=60)
-    assert read.returncode == 0, read.stderr
-    out = read.stdout
-    assert out.count(" tests, ") == 2 and "busy" in out  # one line per worker, the controller's file left out
-    assert "test_nap[0]" in out and "test_nap[1]" not in out.split("per module")[0]  # only the long one listed
-    assert "test_sleepy.py" in out.split("per module")[1]
+    monkeypatch.setenv("CONCEPTLAB_TEST_TIMELINE", str(timeline))
+    for worker, naps in (("gw0", [0.3, 0.02]), ("gw1", [0.02])):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        hooks = _load(repo / "tests" / "conftest.py", f"timeline_conftest_{worker}")
+        for i, nap in enumerate(naps):
+            test = f"tests/test_sleepy.py::test_nap[{worker}-{i}]"
+            hooks.pytest_runtest_logstart(test, None)
+            time.sleep(nap)
+            hooks.pytest_runtest_logfinish(test, None)
+        hooks._timeline.close()
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "")
+    now = time.time()  # the controller's own file (reports replayed as they arrive): left out
+    (timeline / "main.jsonl").write_text(f'{{"test": "x", "event": "start", "time": {now}}}\n'
+                                         f'{{"test": "x", "event": "end", "time": {now + 1}}}\n')
+    with open(timeline / "gw1.jsonl", "a") as torn:
+        torn.write('{"test": "tests/test_sleepy.py::test_cut", "ev')  # a run killed mid-write
+    script = _load(repo / "scripts" / "test_timeline.py", "test_timeline_script")
+    assert script.main([str(timeline), "--long", "0.25"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" tests, ") == 2 and "gw0: 2 tests" in out and "gw1: 1 tests" in out  # one line per worker
+    listed = out.split("per module")[0]
+    assert "test_nap[gw0-0]" in listed and "test_nap[gw0-1]" not in listed  # only the long one
+    assert "tests/test_sleepy.py" in out.split("per module")[1]
     empty = tmp_path / "empty"
     empty.mkdir()
-    none = subprocess.run([sys.executable, str(repo / "scripts" / "test_timeline.py"), str(empty)],
-                          capture_output=True, text=True, timeout=60)
-    assert none.returncode != 0 and "no finished test" in none.stderr
+    with pytest.raises(SystemExit, match="no finished test"):
+        script.main([str(empty)])
