@@ -514,18 +514,21 @@ def test_a_step_window_reads_the_median_of_the_last_checkpoints(tmp_path):
         load_suite(_write(tmp_path, data))
 
 
+class Recorder:
+    """An executor that runs nothing and says every task is done; it keeps the tasks in the order given."""
+
+    def __init__(self):
+        self.tasks = []
+
+    def run(self, tasks, progress=True, console=None):
+        from types import SimpleNamespace
+
+        self.tasks += tasks
+        return [SimpleNamespace(run_id=t.run_id, state="done", error=None) for t in tasks]
+
+
 def test_seeds_runs_only_those_report_seeds_defers_the_rest_and_refuses_unknown_ones(tmp_path):
-    from types import SimpleNamespace
-
     from conceptlab.experiments.findings import run_plan
-
-    class Recorder:  # an executor that runs nothing and says every task is done
-        def __init__(self):
-            self.tasks = []
-
-        def run(self, tasks, progress=True, console=None):
-            self.tasks += tasks
-            return [SimpleNamespace(run_id=t.run_id, state="done", error=None) for t in tasks]
 
     p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")
     _fake_runs(p, {"a": {100: _acc(0.9, 200, 300)}})  # finished earlier: neither run nor deferred
@@ -540,17 +543,7 @@ def test_seeds_runs_only_those_report_seeds_defers_the_rest_and_refuses_unknown_
 
 
 def test_the_suite_hands_its_pool_the_largest_trainings_first_across_its_sets(tmp_path):
-    from types import SimpleNamespace
-
     from conceptlab.experiments.findings import run_plan
-
-    class Recorder:  # an executor that runs nothing and says every task is done
-        def __init__(self):
-            self.tasks = []
-
-        def run(self, tasks, progress=True, console=None):
-            self.tasks += tasks
-            return [SimpleNamespace(run_id=t.run_id, state="done", error=None) for t in tasks]
 
     p = plan(load_suite(_write(tmp_path, _suite())), None, "full", tmp_path / "out")  # a: 20 steps, b: 30
     executor = Recorder()
