@@ -23,7 +23,8 @@ EPYC with native bf16 (2026-12-07; seconds at one thread, an fp32 CPU takes abou
 
 Serial runs are unaffected apart from the order.
 
-`CONCEPTLAB_TEST_TIMELINE=DIR` records when each test starts and ends, per worker (`DIR/<worker>.jsonl`);
+`CONCEPTLAB_TEST_TIMELINE=DIR` records when each test starts and ends, per worker (`DIR/<worker>.jsonl`, rewritten
+by each run: use an empty DIR, as a run with fewer workers leaves the others' files);
 `scripts/test_timeline.py DIR` reads it back (each worker's busy time and gaps, the long tests in order, the time per
 module): how the order above was checked."""
 
@@ -58,7 +59,7 @@ def _mark(nodeid: str, event: str) -> None:
         return
     if _timeline is None:
         os.makedirs(folder, exist_ok=True)
-        _timeline = open(os.path.join(folder, os.environ.get("PYTEST_XDIST_WORKER", "main") + ".jsonl"), "a")
+        _timeline = open(os.path.join(folder, os.environ.get("PYTEST_XDIST_WORKER", "main") + ".jsonl"), "w")
     _timeline.write(json.dumps({"test": nodeid, "event": event, "time": time.time()}) + "\n")
     _timeline.flush()
 
@@ -70,6 +71,13 @@ def pytest_runtest_logstart(nodeid, location):
 
 def pytest_runtest_logfinish(nodeid, location):
     _mark(nodeid, "end")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _timeline
+    if _timeline is not None:
+        _timeline.close()
+        _timeline = None
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -38,7 +38,6 @@ def test_loadgroup_keeps_a_group_on_one_worker(tmp_path):
         "(pin pytest below the breaking version in pyproject.toml)")
 
 
-
 def _load(path, name):
     import importlib.util
 
@@ -66,8 +65,9 @@ def test_a_timeline_records_each_workers_tests_and_the_script_reads_it_back(tmp_
             hooks.pytest_runtest_logstart(test, None)
             time.sleep(nap)
             hooks.pytest_runtest_logfinish(test, None)
-        hooks._timeline.close()
-    monkeypatch.setenv("PYTEST_XDIST_WORKER", "")
+        hooks.pytest_sessionfinish(None, 0)
+        assert hooks._timeline is None
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
     now = time.time()  # the controller's own file (reports replayed as they arrive): left out
     (timeline / "main.jsonl").write_text(f'{{"test": "x", "event": "start", "time": {now}}}\n'
                                          f'{{"test": "x", "event": "end", "time": {now + 1}}}\n')

@@ -429,6 +429,11 @@ class SlurmExecutor:
             write_status(task.run_dir, "queued", slurm_job=str(job.job_id))
         return jobs
 
+    @property
+    def workers(self) -> int:
+        """Tasks of the array running at once (as a pool's workers: how many start together)."""
+        return self.options.array_parallelism
+
     def run(self, tasks: list[RunTask], progress: bool = True, console: Console | None = None,
             on_outcome: OnOutcome | None = None) -> list[RunOutcome]:
         console = console or Console()

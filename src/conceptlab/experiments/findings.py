@@ -463,8 +463,8 @@ def train_seconds(summary: dict[str, Any]) -> float:
 def wall_seconds(durations: Collection[float], workers: int) -> float:
     """An estimate of the wall time of runs of these durations on `workers` workers, one run each at a time: the
     makespan with the longest started first, each on the worker free soonest (the pool orders them by their
-    training's arithmetic, `sweep.largest_first`, not by these times, so it can end later), not the run-hours over the workers (5 runs of an hour on 2 workers take 3 hours,
-    not 2.5)."""
+    training's arithmetic, `sweep.largest_first`, not by these times, so it can end later), not the run-hours over
+    the workers (5 runs of an hour on 2 workers take 3 hours, not 2.5)."""
     if workers < 1:
         raise ValueError(f"workers must be ≥ 1, got {workers}")
     loads = [0.0] * workers

@@ -205,40 +205,55 @@ def _footprint(model_cfg, dgp, train_batch: int, eval_batch: int) -> dict[str, i
     return dict(_FOOTPRINTS[key])
 
 
-def network_shape(cfg) -> tuple[str, str, str]:
-    """What one image's forward pass depends on: the data kind, its config bar the data seed, the model config."""
-    data = cfg.data.model_dump(mode="json")
-    data.pop("data_seed", None)
-    return cfg.data.kind, json.dumps(data, sort_keys=True, default=str), cfg.model.model_dump_json()
+def training_shape(cfg) -> tuple:
+    """What a run's training arithmetic depends on, to within the prompt's width: the data kind and image size, the
+    model config, steps and batch (runs equal in it — a sweep over seeds, separations or evaluation keys — train
+    alike, so their order is immaterial)."""
+    return (cfg.data.kind, getattr(cfg.data, "image_size", None), cfg.model.model_dump_json(), cfg.train.steps,
+            cfg.train.batch_size)
 
 
-_FORWARD_FLOPS: dict[tuple, float] = {}  # one image's forward FLOPs per (data kind, data config bar seed, model)
+_DATA_SHAPES: dict[str, tuple | None] = {}  # (channels, image size, prompt width, null label) per data config
+_FORWARD_FLOPS: dict[tuple, float | None] = {}  # one image's forward FLOPs per (model config, data shapes)
 
 
 def training_flops(cfg) -> float | None:
     """The arithmetic of a run's training, from its config alone: `train.steps` × `train.batch_size` × 3 × one
     image's forward FLOPs (torch's flop counter on the network built on the meta device, nothing allocated; a
     backward pass is about two forwards). Evaluation is not counted, nor the time a FLOP takes (small images run
-    less efficiently): a proxy that orders runs by size, never reported as a time. None when the run's data or
-    network cannot be sized here (e.g. a study whose data needs files this machine lacks): the run itself says why.
-    The data is built (`build_data`, which reads no images for the built-in studies) under a forked RNG, so nothing
-    a run draws changes; kept per process by data and model config, bar the data seed."""
+    less efficiently): a proxy that orders runs by size, never reported as a time. None when the run's data cannot
+    be built here (e.g. a study whose data needs files this machine lacks) or its network cannot take the data's
+    shapes: the run itself says why when it starts. The data is built (`build_data`, which reads no images for the
+    built-in studies) for its shapes only, kept per data config (bar the data seed), and each network is sized once
+    per process by what it sees (model config, channels, image size, prompt width, null label)."""
     from torch.utils.flop_counter import FlopCounterMode  # here: it imports torch's subclass machinery (start-up)
 
-    key = network_shape(cfg)
+    data = cfg.data.model_dump(mode="json")
+    data.pop("data_seed", None)
+    data_key = json.dumps(data, sort_keys=True, default=str)
+    if data_key not in _DATA_SHAPES:
+        try:
+            with torch.random.fork_rng(devices=[]):  # a plug-in's data may draw as it is built
+                dgp = build_data(cfg.data)
+            _DATA_SHAPES[data_key] = (dgp.channels, dgp.image_size, dgp.prompt_dim, dgp.null_label)
+        except (OSError, ValueError, ConfigError):  # e.g. files this machine lacks; anything else is a bug: raised
+            _DATA_SHAPES[data_key] = None
+    shapes = _DATA_SHAPES[data_key]
+    if shapes is None:
+        return None
+    channels, size, prompt_dim, null_label = shapes
+    key = (cfg.model.model_dump_json(), channels, size, prompt_dim, repr(null_label))
     if key not in _FORWARD_FLOPS:
         try:
-            with torch.random.fork_rng(devices=[]):
-                dgp = build_data(cfg.data)
-                with torch.device("meta"):
-                    net = build_network(cfg.model, dgp.prompt_dim, dgp.channels, dgp.null_label)
-                size = (1, dgp.channels, dgp.image_size, dgp.image_size)
-                with torch.device("meta"), FlopCounterMode(display=False) as counter, torch.no_grad():
-                    net(torch.empty(size), torch.empty(1), torch.empty(1, dgp.prompt_dim))
+            with torch.device("meta"):
+                net = build_network(cfg.model, prompt_dim, channels, null_label)
+                with FlopCounterMode(display=False) as counter, torch.no_grad():
+                    net(torch.empty(1, channels, size, size), torch.empty(1), torch.empty(1, prompt_dim))
             _FORWARD_FLOPS[key] = float(counter.get_total_flops())
-        except Exception:  # noqa: BLE001 — a plug-in's data or network that cannot be built here: not sized
-            return None
-    return 3.0 * _FORWARD_FLOPS[key] * cfg.train.steps * cfg.train.batch_size
+        except (RuntimeError, ValueError):  # shapes this network cannot take (check_memory refuses the run)
+            _FORWARD_FLOPS[key] = None
+    flops = _FORWARD_FLOPS[key]
+    return None if flops is None else 3.0 * flops * cfg.train.steps * cfg.train.batch_size
 
 
 def check_memory(cfg, dgp=None, needs: MemoryNeeds | None = None) -> MemoryEstimate:

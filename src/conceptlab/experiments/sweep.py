@@ -61,7 +61,7 @@ from conceptlab.experiments.loading import (
     validate,
 )
 from conceptlab.experiments.provenance import analysis_versions
-from conceptlab.experiments.resources import check_memory, network_shape, training_flops
+from conceptlab.experiments.resources import check_memory, training_flops, training_shape
 from conceptlab.experiments.sweep_state import MANIFEST, is_sweep_folder, read_manifest
 from conceptlab.experiments.training_reuse import find_donor, run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -554,10 +554,10 @@ def largest_first(tasks: list[RunTask], workers: int | None = None) -> list[RunT
     tail short (the quick findings suite's runs measured 2026-12-07: 13.7 min on two workers in the suite's order,
     13.0 in this one, 12.8 with the measured times known, docs/benchmarks.md). Which run goes first changes no
     run's numbers: each draws from its own seeds. Nothing is counted and the order is kept when it cannot matter —
-    no more tasks than `workers` (all start at once), or every task of one training shape (data bar its seed, model,
-    steps, batch: a sweep over seeds or evaluation keys) — since sizing a first network costs about a second in a
-    fresh process (measured 2026-12-07: 1.15 s, mostly imports)."""
-    shapes = {(network_shape(t.config), t.config.train.steps, t.config.train.batch_size) for t in tasks}
+    no more tasks than `workers` (all start at once), or every task of one training shape (`resources.training_shape`:
+    data kind and image size, model, steps, batch; a sweep over seeds, separations or evaluation keys) — since
+    sizing a first network costs about a second in a fresh process (measured 2026-12-07: 1.15 s, mostly imports)."""
+    shapes = {training_shape(t.config) for t in tasks}
     if len(shapes) < 2 or (workers is not None and len(tasks) <= workers):
         return list(tasks)
     work = [training_flops(t.config) for t in tasks]

@@ -63,4 +63,16 @@ def test_a_sweep_hands_its_pool_the_longest_runs_first(tmp_path):
     run_sweep(sweep, executor, progress=False)
     steps = {r.run_id: r.config.train.steps for r in sweep.runs}
     assert [steps[i] for i in executor.given] == [40, 20, 10]
-    assert [r.config.train.steps for r in sweep.runs] == [10, 40, 20]  # the manifest keeps the spec's order
+    import json
+
+    manifest = json.loads((tmp_path / "runs" / "manifest.json").read_text())
+    listed = [run["run_id"] for run in manifest["runs"]]
+    assert [steps[i] for i in listed] == [10, 40, 20]  # the manifest keeps the spec's order
+
+
+def test_a_slurm_array_starts_as_many_tasks_as_its_parallelism():
+    from conceptlab.experiments.executors import SlurmExecutor, SlurmOptions
+
+    executor = object.__new__(SlurmExecutor)  # without SLURM: only the options are read
+    executor.options = SlurmOptions(array_parallelism=3)
+    assert executor.workers == 3
