@@ -34,8 +34,8 @@ from conceptlab.experiments.findings_spec import (
     selectors_of, setup_of,
 )
 from conceptlab.experiments.sweep import (
-    SEED_KEYS, Sweep, adopt_finished_twin, expand, is_complete, largest_first, pending_runs, spec_text,
-    training_plan, training_waves, write_manifest, write_sweep_report_or_warn,
+    SEED_KEYS, Sweep, adopt_finished_twin, expand, is_complete, pending_runs, run_waves, spec_text, training_plan,
+    training_waves, write_manifest, write_sweep_report_or_warn,
 )
 from conceptlab.experiments.training_reuse import run_folders_under, trained_in
 from conceptlab.messages import one_line, shown
@@ -244,10 +244,7 @@ def run_plan(p: Plan, executor, progress: bool = True, console=None,
     if reuse_training and tasks:
         candidates = [r.directory(s.sweep.root) for s in p.sets.values() if s.sweep is not None for r in s.sweep.runs]
         waves = training_waves(tasks, candidates + run_folders_under(train_from or []))
-    outcomes = []
-    for wave in waves:
-        outcomes += executor.run(largest_first(wave, getattr(executor, "workers", None)), progress=progress,
-                                 console=console, **kwargs)
+    outcomes = run_waves(executor, waves, progress=progress, console=console, **kwargs)
     waiting = 0
     for source, folder in twins:
         if adopt_finished_twin(source, folder):

@@ -565,6 +565,15 @@ def largest_first(tasks: list[RunTask], workers: int | None = None) -> list[RunT
     return [tasks[i] for i in order]
 
 
+def run_waves(executor, waves: list[list[RunTask]], **kwargs) -> list:
+    """Run each wave (`training_waves`) after the one before, its runs largest training first (`largest_first`, for
+    the executor's `workers` where it has them); `kwargs` go to `executor.run`. The outcomes of all waves."""
+    outcomes = []
+    for wave in waves:
+        outcomes += executor.run(largest_first(wave, getattr(executor, "workers", None)), **kwargs)
+    return outcomes
+
+
 def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train_from: list[Path] | None = None,
               reuse_training: bool = True) -> dict[str, Any]:
     """Write the manifest, run every incomplete run with `executor`, then the sweep's `report.html`
@@ -580,10 +589,7 @@ def run_sweep(sweep: Sweep, executor, progress: bool = True, console=None, train
     if reuse_training and tasks:
         candidates = [r.directory(sweep.root) for r in sweep.runs] + run_folders_under(train_from or [])
         waves = training_waves(tasks, candidates)
-    outcomes = []
-    for wave in waves:
-        outcomes += executor.run(largest_first(wave, getattr(executor, "workers", None)), progress=progress,
-                                 console=console)
+    outcomes = run_waves(executor, waves, progress=progress, console=console)
     report_error = write_sweep_report_or_warn(sweep.root, console)  # links each finished run's own report
     return {
         "runs": len(sweep.runs),

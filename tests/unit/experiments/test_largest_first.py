@@ -36,6 +36,8 @@ def test_nothing_is_counted_where_the_order_cannot_matter(monkeypatch):
     seeds = [_task(f"seed-{s}", ["train.steps=10", f"data.data_seed={s}", f"train.train_seed={s}",
                                  f"eval.samples_per_class={2 + s}"]) for s in range(4)]  # seeds and eval keys only
     assert largest_first(seeds) == seeds
+    separations = [_task(f"dc-{d}", ["train.steps=10", f"data.color_separation={d}"]) for d in (0.3, 0.5, 0.7)]
+    assert largest_first(separations) == separations  # the data differs, the network and its input do not
     mixed = [_task("short", ["train.steps=10"]), _task("long", ["train.steps=30"])]
     assert largest_first(mixed, workers=2) == mixed
     with pytest.raises(AssertionError, match="sized"):
