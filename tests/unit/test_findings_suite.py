@@ -286,7 +286,7 @@ def _acc(color: float, lt_color, lt_size) -> dict:
             "learning_time": {"held_out/color": lt_color, "held_out/size": lt_size}}
 
 
-def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_report_says_so(tmp_path):
+def test_a_plan_on_synthetic_runs_gives_the_verdicts_its_numbers_imply_and_the_report_says_so(tmp_path, vector_figures):
     suite = load_suite(_write(tmp_path, _suite()))
     p = plan(suite, None, "full", tmp_path / "out")
     # seed 100: a beats b by 0.3 and learns color first; 101: by 0.05 (fails) and color never learned (censored,

@@ -197,7 +197,7 @@ def test_vlb_terms_name_every_term_and_schedule_end_and_mark_the_phase_end():
     assert len(bare.axes) == 1 and not any("from step" in t for t in texts(bare))
 
 
-def test_save_figure_writes_png_and_a_vector_pdf(tmp_path):
+def test_save_figure_writes_png_and_a_vector_pdf(tmp_path, vector_figures):
     fig = plot_intervention_scores(scores((0,)), 0.5)
     path = save_figure(fig, tmp_path / "figures" / "scores.png")
     assert path == tmp_path / "figures" / "scores.png"
@@ -205,6 +205,26 @@ def test_save_figure_writes_png_and_a_vector_pdf(tmp_path):
     assert (tmp_path / "figures" / "scores.pdf").read_bytes().startswith(b"%PDF")
     svg = save_figure(plot_intervention_scores(scores((0,)), 0.5), tmp_path / "s.png", vector=(".svg",))
     assert b"<svg" in svg.with_suffix(".svg").read_bytes()[:500]
+
+
+def test_vector_formats_follow_the_environment_and_a_figure_saved_again_leaves_no_stale_vector(tmp_path, monkeypatch):
+    from conceptlab.report.save import save_figures, vector_formats
+
+    figures = tmp_path / "figures"
+    monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "svg, PDF,svg")
+    assert vector_formats() == (".svg", ".pdf")
+    save_figures({"scores.png": plot_intervention_scores(scores((0,)), 0.5)}, figures)
+    assert sorted(p.name for p in figures.iterdir()) == ["scores.pdf", "scores.png", "scores.svg"]
+    monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "")  # PNG only: the older vector files would show another figure
+    assert vector_formats() == ()
+    save_figures({"scores.png": plot_intervention_scores(scores((0,)), 0.5)}, figures)
+    assert sorted(p.name for p in figures.iterdir()) == ["scores.png"]
+    monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "pdf,eps")
+    with pytest.raises(ValueError, match="CONCEPTLAB_VECTOR_FIGURES='pdf,eps': unknown format 'eps'"):
+        save_figures({"other.png": plot_intervention_scores(scores((0,)), 0.5)}, figures)
+    assert sorted(p.name for p in figures.iterdir()) == ["scores.png"]  # nothing written
+    monkeypatch.delenv("CONCEPTLAB_VECTOR_FIGURES")
+    assert vector_formats() == (".pdf",)  # outside the tests: PDF
 
 
 def test_loss_axis_is_logarithmic_only_when_every_loss_is_positive():
