@@ -38,6 +38,13 @@ layer; the untrained network's zero-initialised layers make its denoiser ignore 
 curves are flat and could not be reached), and the linear probes hold out whole combinations of the world (a probe
 could score by recognising a combination it was trained on). Every trained curve must depart from the random
 network's too.
+
+Since 2026-12-07 (session 47) this test runs the random network and the pixel probe only: the zero-initialised
+untrained network, the weakest control (its MI and forking curves are flat by construction), stays in the findings
+suite's controls sweep (`abstractions-hierarchy-controls-tiny`: all three controls on report seeds 100–102); its code
+path runs at micro size in tests/integration/cli/test_abstractions_cli.py and
+tests/unit/studies/test_control_networks.py. Dropping it takes ≈ 23 s (one of four control passes) off the test; the
+other controls' numbers are unchanged (each control's network and each measure draw from their own seeds).
 """
 
 from itertools import combinations
@@ -60,11 +67,11 @@ CI_SIZE = [
     "eval.abstractions.roots=24",
     "eval.abstractions.probe_images=400",
     "eval.abstractions.conditional_samples=60",
-    "eval.abstractions.controls=[untrained,random_init,pixels]",
+    "eval.abstractions.controls=[random_init,pixels]",
 ]
 
 MEASURES = ("mutual_information", "mutual_information_bound", "forking_entropy", "linear_probe")
-CONTROLS = ("untrained", "random_init", "pixels")  # CI_SIZE's eval.abstractions.controls
+CONTROLS = ("random_init", "pixels")  # CI_SIZE's eval.abstractions.controls
 
 
 def assert_covers_every_measure_and_attribute(summary: dict) -> None:
@@ -119,9 +126,9 @@ def test_three_level_hierarchy_commits_in_signal_order_under_every_measure(tmp_p
     departs = controls["trained_departs_from_every_control"]
     assert set(departs) == set(times), departs
     # no network control reproduces a trained curve: every curve departs beyond the margin and beyond noise
-    for source in ("untrained", "random_init"):
+    for source in ("random_init",):
         assert all(all(per.values()) for per in controls[source]["departs"].values()), (source, controls[source])
-    for source in ("untrained", "random_init", "pixels"):  # every departure tested on the curves' shared units
+    for source in CONTROLS:  # every departure tested on the curves' shared units
         assert all(all(per.values()) for per in controls[source]["departure_paired"].values()), (source, controls)
     # the pixel probe: beyond the margin on every attribute; beyond noise only at the preset's size (see above)
     pixels = controls["pixels"]
