@@ -171,3 +171,18 @@ def test_nonsense_input_raises():
         d.test_set(0)
     with pytest.raises(ValueError, match="positive"):
         d.concept_signal(n=-1)
+
+
+def test_exact_prompts_leave_the_global_random_state_alone():
+    """A class's prompt and a canonical prompt are at exact means: the scene behind them still draws a position and
+    nuisances, from a generator of its own, so a caller reproducing the global random state is not moved on."""
+    d = dgp(concepts=["color", "size", "background"])
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    prompts = {code: d.class_prompt(code) for code in d.classes}
+    canonical = d.canonical_prompt("color", 1, 0.45)
+    assert torch.equal(torch.rand(3), expected)  # nothing drawn from the global generator
+    torch.manual_seed(123)  # and the prompts do not depend on it
+    assert all(torch.equal(d.class_prompt(code), p) for code, p in prompts.items())
+    assert torch.equal(d.canonical_prompt("color", 1, 0.45), canonical)
