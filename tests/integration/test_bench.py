@@ -170,3 +170,21 @@ def test_the_startup_bench_times_fresh_processes_against_another_commits_source(
     assert len(RATIO.findall(out.replace("\n  ratio", "\nratio"))) == 2, out
     listed = subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True, text=True).stdout
     assert "startup-" not in listed, listed  # its worktree removed
+
+
+def test_the_figures_bench_prints_both_sides_and_the_ratio_in_process(monkeypatch, capsys):
+    """bench/figures.py in this process (its one micro run and two summaries, ≈ 8 s; a fresh process would add ≈ 5 s
+    of imports), with the test suite's PNG-only setting given back afterwards."""
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["figures.py", "--quick", "--reps", "1", "--threads", "1"])
+    monkeypatch.syspath_prepend(str(BENCH))
+    before = os.environ.get("CONCEPTLAB_VECTOR_FIGURES")
+    runpy.run_path(str(BENCH / "figures.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert os.environ.get("CONCEPTLAB_VECTOR_FIGURES") == before
+    assert out.startswith("cpu: ") and " UTC, commit " in out, out
+    assert "preset micro: 6 figures a summary" in out, out
+    for side in ("reference", "ours"):
+        assert re.search(rf"^{side} +s/summary: " + SPREAD.pattern, out, re.M), out
+    assert len(RATIO.findall(out)) == 1, out
