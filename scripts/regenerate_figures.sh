@@ -15,6 +15,7 @@ OUT=docs/figures/after
 CL="${CONCEPTLAB:-.venv/bin/conceptlab}"
 PY="$(dirname "$CL")/python"
 export OMP_NUM_THREADS=1
+export CONCEPTLAB_VECTOR_FIGURES=pdf  # the docs take each figure's PDF too, whatever the caller's setting
 mkdir -p "$ROOT" "$OUT"
 
 spec="$ROOT/hidden-emergence-3-seeds.yaml"

@@ -37,7 +37,7 @@ import pytest
 # Figures as PNG only (no PDF beside each): a PDF with embedded fonts costs ≈ 0.3 s a figure, ≈ 2 s of every small
 # run's summary and ≈ 10% of `make test` (2026-12-07); set here, before any test, so that subprocesses (the CLI
 # tests, SLURM tasks) inherit it. The tests whose subject is the vector files set it back (`vector_figures`).
-os.environ.setdefault("CONCEPTLAB_VECTOR_FIGURES", "")
+os.environ["CONCEPTLAB_VECTOR_FIGURES"] = ""  # whatever the caller's shell exports
 
 TIMELINE_ENV = "CONCEPTLAB_TEST_TIMELINE"
 _timeline = None

@@ -74,6 +74,12 @@ def _main(
                                  help="print the version and exit"),
 ) -> None:
     """conceptlab: how diffusion models learn concepts."""
+    from conceptlab.report.save import vector_formats
+
+    try:  # a bad CONCEPTLAB_VECTOR_FIGURES refused before any work, not when a run's first figure is saved
+        vector_formats()
+    except ValueError as err:
+        _fail(str(err))
 
 
 MAX_THREADS = 1024  # torch starts a thread per unit: a larger count would only exhaust the system's threads

@@ -11,8 +11,8 @@ probe images); at this size the closest pair is object hue vs shape (τ 0.37 vs 
 fails if any measure gives no commitment time for an attribute or orders any pair differently.
 
 Beside its controls (docs/controls.md: `abstractions-hierarchy-controls-tiny`, report seeds 100–102): every trained
-curve departs from the untrained network's and from the linear probe on the noised pixels (by more than 0.1 of its
-range at some τ), so the commitment times are the network's; but the pixel probe orders the attributes the same way
+curve departs from the network controls' (here the random network's, below) and from the linear probe on the noised
+pixels (by more than 0.1 of its range at some τ), so the commitment times are the network's; but the pixel probe orders the attributes the same way
 (the order in which each attribute's signal survives the noise), so the order alone is not evidence of abstraction.
 The test fails if a trained curve stops departing from a control, or if the pixel probe stops showing the order the
 restated finding says it shows.

@@ -86,7 +86,8 @@ def test_a_study_module_dropped_into_the_package_is_a_data_kind_with_nothing_els
         print("ok", sorted(cfg.eval.model_dump()))
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CONCEPTLAB_CACHE": str(tmp_path)})
+                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "CONCEPTLAB_CACHE": str(tmp_path),
+                               "CONCEPTLAB_VECTOR_FIGURES": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("ok") and "'ring'" in last  # its eval section is composed into EvalConfig

@@ -178,5 +178,5 @@ def controls_report(root: Path) -> dict:
     write_text(root / MARKDOWN, markdown(spec.name, across, claims, controls.sources, controls.measures, seeds,
                                          missing))
     save_figure(plot_controls(table, controls.sources, controls.measures, f"{spec.name}: seeds {seeds}"),
-                root / FIGURE)
+                root / FIGURE, remove_stale=True)
     return report

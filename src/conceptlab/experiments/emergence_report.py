@@ -137,7 +137,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
     threshold = block["threshold"]
     rule = EmergenceRule(block["threshold"], block.get("stay", 2), block.get("confidence", True))
     names = {t: e.get("name") or t for t, e in block["targets"].items()}
-    save_figure(plot_intervention_scores(curves, threshold, target_names=names), root / "emergence_seeds.png")
+    save_figure(plot_intervention_scores(curves, threshold, target_names=names), root / "emergence_seeds.png",
+                remove_stale=True)
     gap_rows = []
 
     verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "targets": {}}

@@ -896,7 +896,7 @@ def _same_page(old: str, new: str) -> bool:
 
 def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None,
                    markdown: Path | None = None, readme: Path | None = None) -> list[Path]:
-    """findings.json, findings.md, report.html and figures/<finding>.png (+ PDF) under `root`; with `markdown`, the
+    """findings.json, findings.md, report.html and figures/<finding>.png (+ its vector files: `report.save`) under `root`; with `markdown`, the
     Markdown also at that path, its figures copied (PNG) to `figures/<its stem>/` beside it (how docs/findings.md is
     regenerated: `conceptlab findings --markdown docs/findings.md`; a page whose content is unchanged but for its
     provenance line is left as it was); with `readme`, that file's generated findings
@@ -912,7 +912,7 @@ def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | Non
     for f in result["findings"]:
         if has_runs(f):  # a finding with no finished run has no figure
             fig = finding_figure(f)
-            save_figure(fig, figures / f"{f['name']}.png")
+            save_figure(fig, figures / f"{f['name']}.png", remove_stale=True)
             f["figure"] = f"figures/{f['name']}.png"
     paths = [write_json(root / RESULTS, result, strict=True),  # strict JSON: jq and browsers read it too
              write_text(root / "findings.md", findings_markdown(result)),

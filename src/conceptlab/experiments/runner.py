@@ -50,7 +50,7 @@ from conceptlab.messages import one_line, shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.models.unet import use_fused_attention
 from conceptlab.report.figures import plot_loss, plot_vlb_terms
-from conceptlab.report.save import save_figures
+from conceptlab.report.save import save_figures, vector_formats
 from conceptlab.store.files import (
     SymlinkRefused,
     append_text,
@@ -123,11 +123,15 @@ class PreparedRun:
 
 
 def prepare_run(cfg: RunConfig) -> PreparedRun:
-    """Every check a run makes before training, in order, each before what it guards is allocated: the memory the
-    study's data and evaluation need (from the config alone), the data-generating process, the whole memory
-    estimate (the network sized on the meta device), the model (seeded as a run seeds it) and the study's own
-    check. ConfigError (one line) on the first failure; the study's warnings (`config_warnings`) printed on stderr;
-    `--dry-run` runs exactly this."""
+    """Every check a run makes before training, in order, each before what it guards is allocated: the figures'
+    vector formats (`CONCEPTLAB_VECTOR_FIGURES`), the memory the study's data and evaluation need (from the config
+    alone), the data-generating process, the whole memory estimate (the network sized on the meta device), the model
+    (seeded as a run seeds it) and the study's own check. ConfigError (one line) on the first failure; the study's
+    warnings (`config_warnings`) printed on stderr; `--dry-run` runs exactly this."""
+    try:  # the figures' formats (an environment variable), checked before the hours of training, not at their end
+        vector_formats()
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     study = study_for(cfg.data.kind)
     needs = study_memory(cfg)
     check_memory(cfg, needs=needs)

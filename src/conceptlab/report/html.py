@@ -1,11 +1,11 @@
 """The HTML report of a run or a sweep: one self-contained `report.html` — no server, no network, nothing fetched.
 
-A run's report: the headline numbers, every figure under `figures/` (embedded as base64 PNG, with a relative link
-to its PDF), the run-level tables (sortable by clicking a column; the main ones open, the rest folded), the kept
-samples of every `*samples.safetensors` by checkpoint with a slider, the resolved config, every summary field and
-the provenance. A sweep's report: its description and axes, a sortable table of its runs (state as `sweep status`
-shows it, axis values, the headline numbers any finished run has, a link to each run's own report), the sweep-level
-figures and tables.
+A run's report: the headline numbers, every figure under `figures/` (embedded as base64 PNG, with a relative link to
+its PDF or SVG where one was written), the run-level tables (sortable by clicking a column; the main ones open, the
+rest folded), the kept samples of every `*samples.safetensors` by checkpoint with a slider, the resolved config,
+every summary field and the provenance. A sweep's report: its description and axes, a sortable table of its runs
+(state as `sweep status` shows it, axis values, the headline numbers any finished run has, a link to each run's own
+report), the sweep-level figures and tables.
 
 `write_run_report(run_dir)` and `write_sweep_report(sweep_root)` read the folder (through `store`) and write
 `report.html` into it; the run driver calls the first at the end of every run, `run_sweep` the second at the end

@@ -2,9 +2,9 @@
 (every figure of the package goes through here, so resolution and formats are set in one place).
 
 The vector formats written beside each PNG are PDF unless `CONCEPTLAB_VECTOR_FIGURES` says otherwise: a
-comma-separated list among `pdf` and `svg`, or empty for none (PNG only). A PDF with its fonts embedded costs about
-as much as drawing the figure twice (≈ 0.3 s a figure on a 2-core EPYC, 2026-12-07), most of a small run's summary;
-the test suite sets the variable empty and checks the vector files where they are the subject."""
+comma-separated list among `pdf` and `svg`, or empty for none (PNG only). A PDF with its fonts embedded costs more than
+the PNG beside it (a micro run's summary: 2.1 s of PDFs against 1.4 s of PNGs, docs/benchmarks.md); the test suite
+sets the variable empty and checks the vector files where they are the subject."""
 
 from __future__ import annotations
 
@@ -32,10 +32,12 @@ def vector_formats() -> tuple[str, ...]:
     return formats
 
 
-def save_figure(fig, path: Path, dpi: int = DPI, vector: tuple[str, ...] | None = None) -> Path:
+def save_figure(fig, path: Path, dpi: int = DPI, vector: tuple[str, ...] | None = None,
+                remove_stale: bool = False) -> Path:
     """Write `fig` to `path` (a PNG; folders created) and to the same name with each `vector` suffix (default:
     `vector_formats()`), under the package style's save settings; closes the figure and returns the PNG's path.
-    A vector file of the same name in a format not written is removed (it would show an older figure)."""
+    With `remove_stale` (folders the package owns, e.g. a run's `figures/`), a vector file of the same name in a
+    format not written is removed: it would show an older figure. A path the user names keeps what lies beside it."""
     import matplotlib.pyplot as plt
 
     from conceptlab.report.style import rc
@@ -47,23 +49,25 @@ def save_figure(fig, path: Path, dpi: int = DPI, vector: tuple[str, ...] | None 
         with plt.rc_context({k: v for k, v in rc().items() if k.startswith(("savefig.", "pdf.", "svg."))}):
             fig.savefig(path, dpi=dpi)
             for suffix in suffixes:
-                if suffix != path.suffix:
+                if suffix != path.suffix.lower():
                     fig.savefig(path.with_suffix(suffix))
-        for stale in set(VECTOR_FORMATS) - set(suffixes) - {path.suffix}:
-            path.with_suffix(stale).unlink(missing_ok=True)
+        if remove_stale:
+            for stale in set(VECTOR_FORMATS) - set(suffixes) - {path.suffix.lower()}:
+                path.with_suffix(stale).unlink(missing_ok=True)
     finally:
         plt.close(fig)
     return path
 
 
 def save_figures(figures: Mapping[str, object], folder: Path, dpi: int = DPI) -> list[Path]:
-    """Write each figure (file name → figure) into `folder`; returns the PNG paths in the mapping's order."""
-    try:
-        vector = vector_formats()  # checked before any figure is written
-    except ValueError:
-        import matplotlib.pyplot as plt
+    """Write each figure (file name → figure) into `folder`, a folder the package owns (vector files of formats no
+    longer written are removed); returns the PNG paths in the mapping's order. Every figure is closed, also when
+    one cannot be written (the error is raised); an unknown vector format is refused before any is written."""
+    import matplotlib.pyplot as plt
 
+    try:
+        vector = vector_formats()
+        return [save_figure(fig, Path(folder) / name, dpi, vector, remove_stale=True) for name, fig in figures.items()]
+    finally:
         for fig in figures.values():
-            plt.close(fig)
-        raise
-    return [save_figure(fig, Path(folder) / name, dpi, vector) for name, fig in figures.items()]
+            plt.close(fig)  # (closing a closed figure does nothing)

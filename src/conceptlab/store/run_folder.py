@@ -18,7 +18,7 @@
       training.json            written when training is done: the final step (and what retention pruned)
       timings.jsonl            seconds of every invocation (a resumed run has several; a killed one keeps its training
                                seconds up to its last checkpoint)
-      figures/*.png, *.pdf     each figure as PNG and as vector (PDF)
+      figures/*.png, *.pdf     each figure as PNG and as vector (PDF; `CONCEPTLAB_VECTOR_FIGURES`: SVG, or none)
       tensorboard/             TensorBoard event files (`train.tensorboard`, on by default)
       report.html              the self-contained report of the run (`report.html.write_run_report`)
       status.json, run.log     kept by the sweep executors

@@ -29,6 +29,21 @@ def test_dry_run_prints_the_resolved_config():
     assert result.exit_code == 0 and "steps: 3" in result.output
 
 
+def test_an_unknown_vector_figure_format_is_refused_before_any_work(tmp_path, monkeypatch):
+    """CONCEPTLAB_VECTOR_FIGURES is read when a figure is saved, at a run's end: a typo is refused first, by every
+    command (one line, exit 2) and by `prepare_run` (what a run, a sweep's runs and `--dry-run` check first)."""
+    from conceptlab.experiments.loading import ConfigError, load_config
+    from conceptlab.experiments.runner import prepare_run
+
+    monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "pdf,eps")
+    result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert result.output.startswith("error: CONCEPTLAB_VECTOR_FIGURES='pdf,eps': unknown format 'eps'"), result.output
+    assert list(tmp_path.iterdir()) == []  # nothing started
+    with pytest.raises(ConfigError, match="unknown format 'eps'"):
+        prepare_run(load_config("micro"))
+
+
 @pytest.mark.slow
 def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
     result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+import matplotlib.pyplot as plt
 from matplotlib.collections import PathCollection
 
 from conceptlab.analysis.concept_space import learning_times
@@ -220,11 +221,28 @@ def test_vector_formats_follow_the_environment_and_a_figure_saved_again_leaves_n
     save_figures({"scores.png": plot_intervention_scores(scores((0,)), 0.5)}, figures)
     assert sorted(p.name for p in figures.iterdir()) == ["scores.png"]
     monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "pdf,eps")
+    plt.close("all")
     with pytest.raises(ValueError, match="CONCEPTLAB_VECTOR_FIGURES='pdf,eps': unknown format 'eps'"):
         save_figures({"other.png": plot_intervention_scores(scores((0,)), 0.5)}, figures)
     assert sorted(p.name for p in figures.iterdir()) == ["scores.png"]  # nothing written
+    assert plt.get_fignums() == []  # and the figure closed
     monkeypatch.delenv("CONCEPTLAB_VECTOR_FIGURES")
     assert vector_formats() == (".pdf",)  # outside the tests: PDF
+
+
+def test_a_figure_saved_where_the_user_names_keeps_what_lies_beside_it(tmp_path, monkeypatch):
+    """Only folders the package owns lose a stale vector file (`save_figures`): a path the user names (`--figure`)
+    keeps a file of the same name beside it, and a vector target is written whatever the setting."""
+    monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "")
+    own = tmp_path / "x.svg"
+    own.write_text("<svg>the user's own</svg>")
+    save_figure(plot_intervention_scores(scores((0,)), 0.5), tmp_path / "x.png")
+    assert own.read_text() == "<svg>the user's own</svg>" and (tmp_path / "x.png").is_file()
+    target = save_figure(plot_intervention_scores(scores((0,)), 0.5), tmp_path / "y.pdf", remove_stale=True)
+    assert target.read_bytes().startswith(b"%PDF")  # the file asked for, not removed as stale
+    monkeypatch.setenv("CONCEPTLAB_VECTOR_FIGURES", "svg")
+    save_figure(plot_intervention_scores(scores((0,)), 0.5), tmp_path / "z.pdf", remove_stale=True)
+    assert (tmp_path / "z.pdf").read_bytes().startswith(b"%PDF") and b"<svg" in (tmp_path / "z.svg").read_bytes()[:500]
 
 
 def test_loss_axis_is_logarithmic_only_when_every_loss_is_positive():
