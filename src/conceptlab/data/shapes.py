@@ -269,12 +269,6 @@ def render(
     return images.clamp_(0.0, 1.0)
 
 
-def _private() -> torch.Generator:
-    """A generator of its own for draws whose values do not matter (a scene at exact means still draws its position
-    and nuisances): the global random state, which a caller may be reproducing, is left alone."""
-    return torch.Generator().manual_seed(0)
-
-
 def sample_scene(
     values: Tensor,
     separation: Tensor,
@@ -407,8 +401,10 @@ class ShapesDGP:
         return self.make_prompt({c: own[c] for c in self.concepts})
 
     def class_prompt(self, code: str) -> Tensor:
-        """The prompt [D] of class `code` at its exact concept means (the global random state is left as it was)."""
-        return self.scene_prompts(self._scene(self._values(code, 1), exact=True, generator=_private()))[0]
+        """The prompt [D] of class `code` at its exact concept means. The scene behind it still draws a position and
+        nuisances, which the prompt does not depend on: from a generator of its own, so the global random state, which
+        a caller may be reproducing, is left as it was (as in `canonical_prompt`)."""
+        return self.scene_prompts(self._scene(self._values(code, 1), exact=True, generator=seeded_generator("exact prompt")))[0]
 
     def canonical_prompt(self, concept: str, value: int, offset: float) -> Tensor:
         """A prompt [D] with only `concept`'s entries set and every other entry 0 (the authors' canonical prompts of
@@ -422,7 +418,7 @@ class ShapesDGP:
         row = torch.zeros(1, len(ATTRIBUTES), dtype=torch.long)
         row[0, ATTRIBUTES.index(concept)] = value
         sl = self._slices[concept]
-        mean = self.scene_prompts(self._scene(row, exact=True, generator=_private()))[0, sl]
+        mean = self.scene_prompts(self._scene(row, exact=True, generator=seeded_generator("exact prompt")))[0, sl]
         prompt = torch.zeros(self.prompt_dim)
         prompt[sl] = NEUTRAL[concept] + offset * torch.sign(mean - NEUTRAL[concept])
         return prompt

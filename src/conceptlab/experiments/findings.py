@@ -896,11 +896,11 @@ def _same_page(old: str, new: str) -> bool:
 
 def write_findings(result: dict[str, Any], root: Path, wall_seconds: float | None = None,
                    markdown: Path | None = None, readme: Path | None = None) -> list[Path]:
-    """findings.json, findings.md, report.html and figures/<finding>.png (+ its vector files: `report.save`) under `root`; with `markdown`, the
-    Markdown also at that path, its figures copied (PNG) to `figures/<its stem>/` beside it (how docs/findings.md is
-    regenerated: `conceptlab findings --markdown docs/findings.md`; a page whose content is unchanged but for its
-    provenance line is left as it was); with `readme`, that file's generated findings
-    table rewritten from this evaluation (`report.readme`)."""
+    """findings.json, findings.md, report.html and figures/<finding>.png (+ its vector files: `report.save`) under
+    `root`; with `markdown`, the Markdown also at that path, its figures copied (PNG) to `figures/<its stem>/`
+    beside it (how docs/findings.md is regenerated: `conceptlab findings --markdown docs/findings.md`; a page whose
+    content is unchanged but for its provenance line is left as it was); with `readme`, that file's generated
+    findings table rewritten from this evaluation (`report.readme`)."""
     from conceptlab.report.findings import findings_html, findings_markdown, finding_figure, has_runs
     from conceptlab.report.save import save_figure
     from conceptlab.store.files import write_text
