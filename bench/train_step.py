@@ -19,7 +19,8 @@ this run.
 `--levers` adds our step under a lever as further interleaved sides, each with its ratio to the reference:
 `channels_last` (weights and images in channels-last memory format), `compile` (`torch.compile` of the network;
 its compile time, the first call, is printed apart and not in the step times), `uniform_dropout` (dropout masks
-drawn as a uniform ≥ p, `model.dropout_mask=uniform`) and `fused_attention` (q, k, v packed so torch runs its fused
+drawn as a uniform ≥ p, `model.dropout_mask=uniform`), `sfc64_dropout` (from SFC64 words, `model.dropout_mask=sfc64`,
+the `paper` preset's) and `fused_attention` (q, k, v packed so torch runs its fused
 attention kernel forward and backward, `models.unet.use_fused_attention`; evaluation has it as
 `eval.fused_attention`, training has no such setting).
 
@@ -44,7 +45,7 @@ from conceptlab.train.precision import native_bf16, resolve_bf16
 from conceptlab.train.trainer import build_optimizer, train_step
 
 
-LEVERS = {"channels_last", "compile", "uniform_dropout", "fused_attention"}
+LEVERS = {"channels_last", "compile", "uniform_dropout", "sfc64_dropout", "fused_attention"}
 CONV_OPS = ("convolution", "convolution_backward")  # aten ops whose FLOPs flop_counter counts as convolutions
 
 
@@ -97,12 +98,12 @@ def lever_side(name: str, ours, cfg, images, prompts, noise, bf16: bool, clip, s
         if not any(isinstance(m, Attention) for m in model.modules()):
             raise SystemExit("--levers fused_attention: the preset's network has no attention (model.mid_attention)")
         use_fused_attention(model)
-    elif name == "uniform_dropout":  # model.dropout_mask=uniform: the same mask distribution, drawn as rand ≥ p
+    elif name in ("uniform_dropout", "sfc64_dropout"):  # model.dropout_mask: the same distribution, another stream
         from conceptlab.models.unet import MaskDropout
 
         for module in model.modules():
             if isinstance(module, MaskDropout):
-                module.mask = "uniform"
+                module.mask = name.removesuffix("_dropout")
     opt = build_optimizer(model, cfg.train)
     began = time.perf_counter()
     train_step(model, opt, x, prompts, noise, bf16, "cpu", clip)
@@ -123,7 +124,7 @@ def main() -> None:
     parser.add_argument("--peak-size", type=int, default=2048, help="matmul size of the dense peak")
     parser.add_argument("--levers", nargs="*", default=[], choices=sorted(LEVERS),
                         help="our step under these levers as further sides (channels_last, compile, uniform_dropout, "
-                        "fused_attention)")
+                        "sfc64_dropout, fused_attention)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="after the timed rounds, profile N of our steps: where the time goes")
     args = parser.parse_args()

@@ -16,8 +16,8 @@ def test_the_reference_network_drops_out_as_torch_does_for_the_paper_preset(monk
     from conceptlab.models.unet import MaskDropout
 
     cfg, dgp = benchlib.load("paper", ["model.widths=[16,32]", "data.images_per_class=4"])
-    assert cfg.model.dropout_mask == "uniform"  # the preset's speed option, for our network only
+    assert cfg.model.dropout_mask == "sfc64"  # the preset's speed option, for our network only
     ours, reference = benchlib.ours_and_reference(cfg, dgp)
     masks = [m.mask for m in reference.modules() if isinstance(m, MaskDropout)]
     assert masks and set(masks) == {"bernoulli"}
-    assert {m.mask for m in ours.modules() if isinstance(m, MaskDropout)} == {"uniform"}
+    assert {m.mask for m in ours.modules() if isinstance(m, MaskDropout)} == {"sfc64"}

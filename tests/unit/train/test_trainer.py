@@ -14,9 +14,9 @@ MODEL = ModelConfig(widths=[8, 16], blocks_per_level=1, mid_attention=False, dro
 DIFFUSION = DiffusionConfig(process="cosine", prediction="v")
 
 
-def _model(seed=0):
+def _model(seed=0, mask="bernoulli"):
     torch.manual_seed(seed)
-    return build_model(MODEL, DIFFUSION, prompt_dim=2, image_size=8)
+    return build_model(MODEL.model_copy(update={"dropout_mask": mask}), DIFFUSION, prompt_dim=2, image_size=8)
 
 
 def _data(n=32):
@@ -46,15 +46,16 @@ def test_training_writes_scheduled_checkpoints_with_sidecars(tmp_path):
     assert not all(torch.equal(a, b) for a, b in zip(ema.parameters(), raw.parameters()))
 
 
-def test_interrupted_and_resumed_run_equals_uninterrupted_run(tmp_path):
-    full = _model()
+@pytest.mark.parametrize("mask", ["bernoulli", "sfc64"])  # dropout 0.1: the masks draw from the saved RNG state
+def test_interrupted_and_resumed_run_equals_uninterrupted_run(tmp_path, mask):
+    full = _model(mask=mask)
     for _ in iter_training(full, _data(), _cfg(), tmp_path / "a", tmp_path / "a.safetensors", 0.2, "h"):
         pass
-    interrupted = _model()
+    interrupted = _model(mask=mask)
     for rec in iter_training(interrupted, _data(), _cfg(), tmp_path / "b", tmp_path / "b.safetensors", 0.2, "h"):
         if rec.step == 10:  # crash after the step-8 state was saved
             break
-    resumed = _model(seed=123)  # a fresh process would start from different weights: resume must overwrite them
+    resumed = _model(seed=123, mask=mask)  # a fresh process would start from different weights: resume must overwrite them
     steps = [r.step for r in iter_training(resumed, _data(), _cfg(), tmp_path / "b", tmp_path / "b.safetensors",
                                            0.2, "h")]
     assert steps == [9, 10, 11, 12]
