@@ -29,8 +29,8 @@ class ModelConfig(StrictConfig):
     dropout_mask: Literal["bernoulli", "uniform", "sfc64"] = Field(
         "bernoulli", description="how dropout draws its mask: bernoulli (torch's dropout), uniform (a uniform "
         "draw ≥ p: the same distribution from another random stream, about 2× faster on a CPU) or sfc64 (on a CPU, "
-        "32-bit words from numpy's SFC64 compared with round(p·2³²), in two chunks drawn side by side, "
-        "`models.masks`: p resolved to 2⁻³², about 5× faster than uniform; elsewhere as uniform)"
+        "32-bit words from numpy's SFC64 compared with round(p·2³²), `models.masks`: p resolved to 2⁻³², the "
+        "mask about 3× faster to draw than uniform; elsewhere as uniform)"
     )
     pixel_unshuffle: int = Field(1, ge=1, description="space-to-depth factor applied to the input (1 = off)")
     concept_embedder: Literal["per_block", "shared"] = Field(
