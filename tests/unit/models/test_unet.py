@@ -145,7 +145,7 @@ def test_uniform_dropout_masks_have_the_distribution_of_torchs_and_leave_existin
     x = torch.ones(400, 500)
     torch.manual_seed(0)
     uniform = MaskDropout(0.1, "uniform").train()(x)
-    assert abs((uniform == 0).float().mean().item() - 0.1) < 0.005  # 200,000 draws: 4 standard errors
+    assert abs((uniform == 0).float().mean().item() - 0.1) < 0.005  # 200,000 draws: 7.5 standard errors (0.00067)
     assert sorted(uniform.unique().tolist()) == [0.0, pytest.approx(1 / 0.9)]  # kept units scaled by 1/(1 − p)
     torch.manual_seed(1)
     ours = MaskDropout(0.1, "bernoulli").train()(x)

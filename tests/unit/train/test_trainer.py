@@ -55,7 +55,7 @@ def test_interrupted_and_resumed_run_equals_uninterrupted_run(tmp_path, mask):
     for rec in iter_training(interrupted, _data(), _cfg(), tmp_path / "b", tmp_path / "b.safetensors", 0.2, "h"):
         if rec.step == 10:  # crash after the step-8 state was saved
             break
-    resumed = _model(seed=123, mask=mask)  # a fresh process would start from different weights: resume must overwrite them
+    resumed = _model(seed=123, mask=mask)  # a fresh process starts from other weights: resume overwrites them
     steps = [r.step for r in iter_training(resumed, _data(), _cfg(), tmp_path / "b", tmp_path / "b.safetensors",
                                            0.2, "h")]
     assert steps == [9, 10, 11, 12]
