@@ -404,7 +404,8 @@ class ShapesDGP:
         """The prompt [D] of class `code` at its exact concept means. The scene behind it still draws a position and
         nuisances, which the prompt does not depend on: from a generator of its own, so the global random state, which
         a caller may be reproducing, is left as it was (as in `canonical_prompt`)."""
-        return self.scene_prompts(self._scene(self._values(code, 1), exact=True, generator=seeded_generator("exact prompt")))[0]
+        scene = self._scene(self._values(code, 1), exact=True, generator=seeded_generator("exact prompt"))
+        return self.scene_prompts(scene)[0]
 
     def canonical_prompt(self, concept: str, value: int, offset: float) -> Tensor:
         """A prompt [D] with only `concept`'s entries set and every other entry 0 (the authors' canonical prompts of

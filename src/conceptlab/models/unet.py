@@ -12,7 +12,7 @@ from torch import nn
 
 from conceptlab.config_base import StrictConfig
 from conceptlab.hooks.hook_point import HookPoint, name_hook_points
-from conceptlab.models.masks import sfc64_keep_mask
+from conceptlab.models.masks import drop_threshold, sfc64_keep_mask
 
 
 class ModelConfig(StrictConfig):
@@ -105,6 +105,8 @@ class MaskDropout(nn.Module):
         super().__init__()
         if mask not in ("bernoulli", "uniform", "sfc64"):
             raise ValueError(f"dropout mask must be 'bernoulli', 'uniform' or 'sfc64', got {mask!r}")
+        if mask == "sfc64":
+            drop_threshold(p)  # a p its 32-bit threshold cannot hold is refused when the model is built, not mid-run
         self.p, self.mask = float(p), mask
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

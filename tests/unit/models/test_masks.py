@@ -99,3 +99,5 @@ def test_the_config_accepts_sfc64_and_the_paper_presets_use_it():
         assert load_config(preset).model.dropout_mask == "sfc64"
     with pytest.raises(ValueError, match="sfc64"):
         MaskDropout(0.1, "philox")
+    with pytest.raises(ValueError, match="rounds to 1"):  # refused as the model is built, before any training
+        MaskDropout(1 - 2**-40, "sfc64")
