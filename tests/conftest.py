@@ -44,7 +44,7 @@ _timeline = None
 
 LAYERS = ("unit", "integration", "acceptance")
 FIRST = [
-    "test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class",
+    "test_guidance_does_not_help_before_over_prompting_reaches_the_held_out_class",
     "test_masked_color_prompts_hide_the_held_out_class_from_naive_prompting_but_not_from_over_prompting",
     "test_three_level_hierarchy_commits_in_signal_order_under_every_measure",
     "test_larger_concept_signal_is_learned_first[concept-signal-color-first-tiny-color-size]",

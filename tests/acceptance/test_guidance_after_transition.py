@@ -1,38 +1,47 @@
 """Finding 5 (Park et al. 2024): classifier-free guidance does not help before the capability transition.
 
 One CI-sized run of the shipped hidden-guidance-tiny preset (10% label dropout; seed 0, its 1,000 training steps,
-evaluated at steps 300, 600, 800 and 1,000 with naive prompting, over-prompting along color as the capability
+evaluated at steps 200, 300, 600 and 1,000 with naive prompting, over-prompting along color as the capability
 probe, and CFG at the preset's scales w = 1, 3), eliciting the held-out class 11 and, as a control, the training
 class 00 (the one sharing no concept value with it). "CFG helps" at a checkpoint means its best scale scores ≥ 0.1
-above the naive prompt. The test fails unless
-- step 300 is before the transition (over-prompting's Wilson lower bound < 0.5) and CFG does not help there;
-- over-prompting rises by ≥ 0.2 over the run (the checkpoints span the capability's approach);
-- wherever CFG helps, over-prompting already reaches the class there (score ≥ 0.5): no help before the transition;
-- the control: CFG produces the training class 00 (score ≥ 0.5) at every checkpoint, so its failure on the held-out
-  class is that class's, not a guidance that produces nothing (without it the test would pass on a broken CFG).
+above the naive prompt; a checkpoint is *before the transition* when over-prompting's Wilson upper bound is under
+0.5 (the capability is clearly not there; a score near 0.5 is within the noise of 48 generations). The test fails
+unless
+- the first checkpoint is before the transition and over-prompting reaches the class (score ≥ 0.5) at a later one:
+  the run spans the transition (where it does not, the finding cannot be read on it, and the test fails rather than
+  pass vacuously);
+- CFG does not help at any checkpoint before the transition;
+- the control: at every checkpoint CFG produces the training class 00 about as well as naive prompting does (its
+  score at most 0.1 lower) and at the last one with a score ≥ 0.9, so its failure on the held-out class is that
+  class's, not a guidance that produces nothing (without it the test would pass on a broken CFG).
 
 What this test does not rule out: a CFG that ignored its scale (sampling the plain conditional model) would pass
-it too — the training class 00 comes out of conditional sampling, and "CFG helps only where over-prompting reaches
-the class" holds vacuously where CFG never helps (as on the AMX Xeon's run below). That the scale reaches the
-sampler and combines the two predictions is tested apart, in the unit tests
-`models/test_diffusion.py::test_guidance_zero_is_conditional_and_needs_null_prompt_otherwise` (at w = 2 the output
-is 3·cond − 2·uncond) and `interventions/test_interventions.py::
+it too — the training class 00 comes out of conditional sampling, and "no help before the transition" holds
+where CFG never helps. That the scale reaches the sampler and combines the two predictions is tested apart, in the
+unit tests `models/test_diffusion.py::test_guidance_zero_is_conditional_and_needs_null_prompt_otherwise` (at w = 2
+the output is 3·cond − 2·uncond) and `interventions/test_interventions.py::
 test_batching_groups_guidance_scales_and_chunks_without_changing_shapes` (the CFG variant's images at w = 2 differ
 from those at w = 0).
 
 That CFG then *helps* after the transition is the finding's seed-dependent half: the findings suite reports it on
 fresh seeds (`cfg-helps-after`, mixed: 1 of 3 on the bf16 records, docs/findings.md), so this one-seed test does
-not assert it. Its earlier forms did (CFG ≥ naive + 0.1 at step 1,000; then a rise of ≥ 0.05), and each failed on
-some machine's numerics. Measured on seed 0, 48 images: AMD EPYC with AVX-512 bf16 (bf16 autocast): CFG 0.00, 0.02,
-0.71, 0.94 at 300–1,000 against naive 0.08–0.13, over-prompting 0.37 → 0.81; the same machine in fp32: CFG 0.00,
-0.07, 0.34, 0.30, over-prompting 0.37 → 0.94. An AMD EPYC without AVX-512 (fp32): CFG rose only after the transition
-(0.13 at step 1,000) but beat naive by 0.09. Intel Xeon with AMX bf16 (2026-12-05, bf16 autocast, one thread):
-over-prompting 0.24, 0.38, 0.50, 0.51 and CFG 0.00, 0.00, 0.001, 0.002 (naive 0.005–0.02), so the transition came
-at the run's end and CFG had not risen; trained on to 1,600 steps, CFG reached 0.22 there (over-prompting 0.53).
-The same machine's settings seeds 1 and 2 at 1,000 steps: over-prompting reached 0.5 at step 600 on both; CFG then
-rose to 0.18 on seed 1 and stayed 0.00 on seed 2; seed 0 in fp32: CFG 0.08, 0.39, 0.32 at 600–1,000. CFG produced
-the training class 00 with a score ≥ 0.99 at every checkpoint of that machine's seed-0 run; before the transition
-CFG images of the held-out class were invalid in every run.
+not assert it.
+
+Why these checkpoints and this reading (2026-12-07, session 49; docs/findings-suite.md, "The findings tests under
+other seeds and thread counts"). Until then the test read steps 300, 600, 800 and 1,000, asked over-prompting's
+Wilson lower bound to be under 0.5 at step 300 and to rise by ≥ 0.2 over the run, and CFG to help only where
+over-prompting scored ≥ 0.5 — set on seed 0, where it held at one thread. It failed elsewhere: run alone at two
+threads on an AMD EPYC Zen 4 (bf16), seed 0's trajectory had no transition by step 1,000 (over-prompting 0.20 → 0.37
+→ 0.32); at seed 1, two threads, CFG helped at step 600 (0.46 against naive 0.26) where over-prompting scored 0.49,
+within the noise of the 0.5 bar; and three of the six recorded runs of the preset (seeds 103–105 and three earlier)
+would have failed its rise, their over-prompting already at 0.51–0.64 at step 300. Read every 100 steps from 200
+(seeds 0–2 at one thread, seeds 1–2 at two; bf16 on the Zen 4), over-prompting was 0.03–0.21 at step 200 in every
+run, reached 0.5 at steps 600–700, and CFG helped at no checkpoint before the transition as read here, in any of
+them or of the six records (24 generations); CFG on class 00 at step 200 scored 0.45–0.93, never more than 0.04
+under naive prompting. The transition read on a point score instead (the suite's `cfg-no-help-before`) would fail
+seed 1 at two threads, at the one checkpoint where over-prompting sat at 0.49. The reading here still fails seed 0
+at two threads (no transition to read); at one thread, which the findings tests now take in every invocation
+(tests/acceptance/conftest.py), seed 0 passes.
 """
 
 import pandas as pd
@@ -42,14 +51,15 @@ from conceptlab.analysis.emergence import wilson_interval
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 
-CHECKPOINTS = [300, 600, 800, 1000]
+CHECKPOINTS = [200, 300, 600, 1000]
 HELD_OUT, TRAINED = "11", "00"
 HELPS = 0.1  # CFG's best scale above the naive prompt
-APPROACH = 0.2  # over-prompting's rise over the run
+CONTROL_SLACK = 0.1  # CFG on the training class at most this far under naive prompting
+CONTROL_LAST = 0.9  # and at least this at the last checkpoint
 
 
 @pytest.mark.slow
-def test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class(tmp_path, naive_and_over_prompting_at):
+def test_guidance_does_not_help_before_over_prompting_reaches_the_held_out_class(tmp_path, naive_and_over_prompting_at):
     cfg = load_config("hidden-guidance-tiny", naive_and_over_prompting_at(CHECKPOINTS)
                       + [f'eval.interventions.targets=["{HELD_OUT}","{TRAINED}"]'])
     assert cfg.train.steps == load_config("hidden-guidance-tiny").train.steps  # the preset's full length
@@ -59,12 +69,12 @@ def test_guidance_helps_only_after_over_prompting_reaches_the_held_out_class(tmp
     best = table.pivot_table(index=["target", "step"], columns="intervention", values="score")  # best variant
     scores, control = best.loc[HELD_OUT], best.loc[TRAINED]
     assert scores.index.tolist() == CHECKPOINTS == control.index.tolist(), best
-    helps = scores["cfg"] >= scores["naive"] + HELPS
-    first, last = CHECKPOINTS[0], CHECKPOINTS[-1]
     n = cfg.eval.interventions.samples
-    assert wilson_interval(scores.loc[first, "over_prompting"], n)[0] < 0.5, best  # the first is before it
-    assert not helps[first], best  # before the transition CFG does not help ...
-    assert (control["cfg"] >= 0.5).all(), best  # ... though it produces a training class at every checkpoint
-    assert scores.loc[last, "over_prompting"] >= scores.loc[first, "over_prompting"] + APPROACH, best
-    # it helps only where the capability is there (vacuous where CFG never helps: the claim is "not before")
-    assert (scores.loc[helps, "over_prompting"] >= 0.5).all(), best
+    before = [s for s in CHECKPOINTS if wilson_interval(scores.loc[s, "over_prompting"], n)[1] < 0.5]
+    assert CHECKPOINTS[0] in before, best  # the run starts before the transition ...
+    assert (scores["over_prompting"] >= 0.5).any(), best  # ... and over-prompting reaches the class in it
+    helps = scores["cfg"] >= scores["naive"] + HELPS
+    assert not helps[before].any(), (before, best)  # before the transition CFG does not help ...
+    # ... though it produces a training class about as well as naive prompting at every checkpoint
+    assert (control["cfg"] >= control["naive"] - CONTROL_SLACK).all(), best
+    assert control.loc[CHECKPOINTS[-1], "cfg"] >= CONTROL_LAST, best

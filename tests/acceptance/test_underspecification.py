@@ -8,6 +8,18 @@ prompt already reaches the held-out class (blue-small) by step 250. The shipped 
 emergence bar (Wilson lower bound ≥ 0.5); the masked twin's does not and scores at least 0.3 lower, while
 over-prompting along color on the masked twin passes it. The test fails if masking stops hurting naive prompting
 or if over-prompting stops eliciting the class under masking.
+
+What this one seed shows, and does not (2026-12-07, session 49; docs/findings-suite.md, "The findings tests under
+other seeds and thread counts"): a regression check of seed 0's trajectory, not evidence for the finding. The same
+twins on the settings seeds 1 and 2 (bf16 on an AMD EPYC Zen 4, one thread and two) fail it: on seed 1
+over-prompting does not reach the masked class (0.29 at one thread, 0.37 at two; 0.05 by step 600), on seed 2 the
+fully specified twin has not generalised (naive 0.11 / 0.22; 0.37 by step 600). Seed 0 at two threads gave
+over-prompting 0.63 on the masked twin, a Wilson lower bound of 0.491 at 48 generations (0.68 at 96); the findings
+tests now take one thread in every invocation, so a test run alone computes what `make test` computes. The evidence
+is the findings suite's, on fresh seeds at the preset's length (docs/findings.md: masking lowers naive prompting on
+3/3 report seeds, over-prompting reaches the masked class on 1/3: mixed). Twins at the preset's 1,000 steps and
+prompt mapping might carry the first half across seeds, as on those report seeds (not measured at test size), at
+about three times this test's training, which the 15-minute budget does not hold today.
 """
 
 import pytest
