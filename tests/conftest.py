@@ -69,6 +69,15 @@ def _mark(nodeid: str, event: str) -> None:
     _timeline.flush()
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--findings-seed", type=int, default=None, metavar="SEED",
+        help="run the findings tests (tests/acceptance) on this seed instead of their own: every config they load gets "
+        "data.data_seed=SEED and train.train_seed=SEED (a robustness check across seeds; their thresholds were set "
+        "on their own seed, docs/findings-suite.md)",
+    )
+
+
 def pytest_runtest_logstart(nodeid, location):
     """With CONCEPTLAB_TEST_TIMELINE set: the test's start (in a worker: when it starts running there)."""
     _mark(nodeid, "start")

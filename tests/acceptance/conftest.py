@@ -5,7 +5,10 @@ keeps one thread too, so it computes the numbers `make test` computes. The CPU k
 count, and another split is another trajectory of a run: on an AMD EPYC Zen 4 at two threads the guidance test's
 seed-0 run reached no transition by step 1,000 and the underspecification test's masked over-prompting fell just under
 its bar, where at one thread both pass (docs/findings-suite.md, "The findings tests under other seeds and thread
-counts")."""
+counts").
+
+`pytest tests/acceptance --findings-seed SEED` runs them on another seed: every config a findings test loads gets
+`data.data_seed` and `train.train_seed` set to SEED (a check of the seed dependence above)."""
 
 import os
 
@@ -23,6 +26,20 @@ def _one_thread_and_shared_cache(tmp_path_factory, monkeypatch):
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def _findings_seed(request, monkeypatch):
+    """`--findings-seed SEED`: the test module's `load_config` appends the two seed overrides to every config."""
+    seed = request.config.getoption("--findings-seed")
+    load = getattr(request.module, "load_config", None)
+    if seed is None or load is None:
+        return
+
+    def seeded(source, overrides=None):
+        return load(source, [*(overrides or []), f"data.data_seed={seed}", f"train.train_seed={seed}"])
+
+    monkeypatch.setattr(request.module, "load_config", seeded)
 
 
 @pytest.fixture
