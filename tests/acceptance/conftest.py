@@ -32,9 +32,11 @@ def _one_thread_and_shared_cache(tmp_path_factory, monkeypatch):
 def _findings_seed(request, monkeypatch):
     """`--findings-seed SEED`: the test module's `load_config` appends the two seed overrides to every config."""
     seed = request.config.getoption("--findings-seed")
-    load = getattr(request.module, "load_config", None)
-    if seed is None or load is None:
+    if seed is None:
         return
+    load = getattr(request.module, "load_config", None)
+    if load is None:
+        pytest.fail(f"--findings-seed: {request.module.__name__} loads no config through a module-level load_config")
 
     def seeded(source, overrides=None):
         return load(source, [*(overrides or []), f"data.data_seed={seed}", f"train.train_seed={seed}"])

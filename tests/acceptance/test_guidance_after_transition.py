@@ -4,16 +4,22 @@ One CI-sized run of the shipped hidden-guidance-tiny preset (10% label dropout; 
 evaluated at steps 200, 300, 600 and 1,000 with naive prompting, over-prompting along color as the capability
 probe, and CFG at the preset's scales w = 1, 3), eliciting the held-out class 11 and, as a control, the training
 class 00 (the one sharing no concept value with it). "CFG helps" at a checkpoint means its best scale scores ≥ 0.1
-above the naive prompt; a checkpoint is *before the transition* when over-prompting's Wilson upper bound is under
-0.5 (the capability is clearly not there; a score near 0.5 is within the noise of 48 generations). The test fails
-unless
+above the naive prompt; a checkpoint is *before the transition* when it comes before over-prompting first scores
+0.5 and over-prompting's Wilson upper bound there is under 0.5 (the capability is clearly not there; a score near
+0.5 is within the noise of 48 generations; at 48 generations the bound is under 0.5 up to a score of 0.35). The test
+fails unless
 - the first checkpoint is before the transition and over-prompting reaches the class (score ≥ 0.5) at a later one:
   the run spans the transition (where it does not, the finding cannot be read on it, and the test fails rather than
   pass vacuously);
 - CFG does not help at any checkpoint before the transition;
-- the control: at every checkpoint CFG produces the training class 00 about as well as naive prompting does (its
-  score at most 0.1 lower) and at the last one with a score ≥ 0.9, so its failure on the held-out class is that
-  class's, not a guidance that produces nothing (without it the test would pass on a broken CFG).
+- the control: at every checkpoint CFG produces the training class 00 not clearly worse than naive prompting does
+  (CFG's Wilson upper bound at least naive prompting's lower bound) and at the last one with a score ≥ 0.9, so its
+  failure on the held-out class is that class's, not a guidance that produces nothing (without it the test would
+  pass on a broken CFG).
+
+On seed 0 (one thread, the way every invocation runs it) the one checkpoint before the transition is step 200
+(over-prompting 0.10; at 300 it scores 0.40, upper bound 0.54, within reach of the bar): the claim is read at the
+start of the capability's approach, where CFG scores 0.00 on the held-out class and 0.80 on class 00 (naive 0.66).
 
 What this test does not rule out: a CFG that ignored its scale (sampling the plain conditional model) would pass
 it too — the training class 00 comes out of conditional sampling, and "no help before the transition" holds
@@ -35,13 +41,15 @@ threads on an AMD EPYC Zen 4 (bf16), seed 0's trajectory had no transition by st
 → 0.32); at seed 1, two threads, CFG helped at step 600 (0.46 against naive 0.26) where over-prompting scored 0.49,
 within the noise of the 0.5 bar; and three of the six recorded runs of the preset (seeds 103–105 and three earlier)
 would have failed its rise, their over-prompting already at 0.51–0.64 at step 300. Read every 100 steps from 200
-(seeds 0–2 at one thread, seeds 1–2 at two; bf16 on the Zen 4), over-prompting was 0.03–0.21 at step 200 in every
-run, reached 0.5 at steps 600–700, and CFG helped at no checkpoint before the transition as read here, in any of
-them or of the six records (24 generations); CFG on class 00 at step 200 scored 0.45–0.93, never more than 0.04
-under naive prompting. The transition read on a point score instead (the suite's `cfg-no-help-before`) would fail
-seed 1 at two threads, at the one checkpoint where over-prompting sat at 0.49. The reading here still fails seed 0
-at two threads (no transition to read); at one thread, which the findings tests now take in every invocation
-(tests/acceptance/conftest.py), seed 0 passes.
+(seeds 0–2 at one thread, seeds 1–2 at two; bf16 on the Zen 4), over-prompting was 0.03–0.13 at step 200 (0.07–0.21
+in the six records) and reached 0.5 at steps 600–700 (300–800 in the records), and CFG helped at no checkpoint
+before the transition as read here, in any of them or of the six records (24 generations); CFG on class 00 at step
+200 scored 0.45–0.93, never more than 0.04 under naive prompting (a difference of two 48-generation scores near 0.5
+has a standard deviation of about 0.1, hence the control's Wilson bounds rather than a fixed slack). The transition
+read on a point score instead (the suite's `cfg-no-help-before`) would fail seed 1 at two threads, at the one
+checkpoint where over-prompting sat at 0.49. The reading here still fails seed 0 at two threads (no transition to
+read); at one thread, which the findings tests now take in every invocation (tests/acceptance/conftest.py), seed 0
+passes.
 """
 
 import pandas as pd
@@ -54,8 +62,7 @@ from conceptlab.experiments.runner import run_experiment
 CHECKPOINTS = [200, 300, 600, 1000]
 HELD_OUT, TRAINED = "11", "00"
 HELPS = 0.1  # CFG's best scale above the naive prompt
-CONTROL_SLACK = 0.1  # CFG on the training class at most this far under naive prompting
-CONTROL_LAST = 0.9  # and at least this at the last checkpoint
+CONTROL_LAST = 0.9  # CFG's score on the training class at the last checkpoint
 
 
 @pytest.mark.slow
@@ -70,11 +77,14 @@ def test_guidance_does_not_help_before_over_prompting_reaches_the_held_out_class
     scores, control = best.loc[HELD_OUT], best.loc[TRAINED]
     assert scores.index.tolist() == CHECKPOINTS == control.index.tolist(), best
     n = cfg.eval.interventions.samples
-    before = [s for s in CHECKPOINTS if wilson_interval(scores.loc[s, "over_prompting"], n)[1] < 0.5]
-    assert CHECKPOINTS[0] in before, best  # the run starts before the transition ...
-    assert (scores["over_prompting"] >= 0.5).any(), best  # ... and over-prompting reaches the class in it
+    reached = [s for s in CHECKPOINTS if scores.loc[s, "over_prompting"] >= 0.5]
+    assert reached, best  # over-prompting reaches the class within the run ...
+    before = [s for s in CHECKPOINTS if s < reached[0] and wilson_interval(scores.loc[s, "over_prompting"], n)[1] < 0.5]
+    assert CHECKPOINTS[0] in before, best  # ... after a first checkpoint clearly before it
     helps = scores["cfg"] >= scores["naive"] + HELPS
     assert not helps[before].any(), (before, best)  # before the transition CFG does not help ...
-    # ... though it produces a training class about as well as naive prompting at every checkpoint
-    assert (control["cfg"] >= control["naive"] - CONTROL_SLACK).all(), best
+    # ... though at every checkpoint it produces a training class not clearly worse than naive prompting does
+    cfg_upper = wilson_interval(control["cfg"].to_numpy(), n)[1]
+    naive_lower = wilson_interval(control["naive"].to_numpy(), n)[0]
+    assert (cfg_upper >= naive_lower).all(), best
     assert control.loc[CHECKPOINTS[-1], "cfg"] >= CONTROL_LAST, best
