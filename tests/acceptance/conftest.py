@@ -8,7 +8,7 @@ its bar, where at one thread both pass (docs/findings-suite.md, "The findings te
 counts").
 
 `pytest tests/acceptance --findings-seed SEED` runs them on another seed: every config a findings test loads gets
-`data.data_seed` and `train.train_seed` set to SEED (a check of the seed dependence above)."""
+`data.data_seed` and `train.train_seed` set to SEED (a check of the tests' seed dependence, docs/findings-suite.md)."""
 
 import os
 
