@@ -15,6 +15,8 @@ import os
 import pytest
 import torch
 
+from conceptlab.experiments.sweep import SEED_KEYS
+
 
 @pytest.fixture(autouse=True)
 def _one_thread_and_shared_cache(tmp_path_factory, monkeypatch):
@@ -38,8 +40,10 @@ def _findings_seed(request, monkeypatch):
     if load is None:
         pytest.fail(f"--findings-seed: {request.module.__name__} loads no config through a module-level load_config")
 
+    seeds = [f"{key}={seed}" for key in SEED_KEYS.values()]  # what a sweep's `seeds:` axis sets
+
     def seeded(source, overrides=None):
-        return load(source, [*(overrides or []), f"data.data_seed={seed}", f"train.train_seed={seed}"])
+        return load(source, [*(overrides or []), *seeds])
 
     monkeypatch.setattr(request.module, "load_config", seeded)
 
