@@ -18,7 +18,7 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from conceptlab.analysis.concept_space import smooth, trajectories
 from conceptlab.report import names as nm
 from conceptlab.report.style import (COLUMN, PAGE, REFERENCE, SEQUENTIAL, arrows, caption, class_colors, color,
-                                     panel_grid, styled)
+                                     panel_grid, styled, wide_positive)
 
 MIN_VALID_FRACTION = 0.25  # concept-space points read from fewer valid images than this share are hidden
 
@@ -193,8 +193,10 @@ def plot_accuracy(
 
 @styled
 def plot_loss(log: pd.DataFrame) -> Figure:
-    """Training loss vs step (raw and smoothed); a log axis when every logged loss is positive, else symmetric-log
-    (a VDM's loss in bits per dimension goes negative once the reconstruction term falls below 0)."""
+    """Training loss vs step (raw and smoothed); a log axis when every logged loss is positive and they span at
+    least a factor of 10, a linear one when they span less (a log axis adds nothing there and labels its minor ticks
+    as 5.4×10⁻¹, …), else symmetric-log (a VDM's loss in bits per dimension goes negative once the reconstruction term
+    falls below 0)."""
     fig, ax = plt.subplots(figsize=(COLUMN, 2.3))
     ax.plot(log["step"], log["loss"], color="0.7", lw=0.6, label="loss (logged steps)")
     if len(log) >= 5:
@@ -203,9 +205,9 @@ def plot_loss(log: pd.DataFrame) -> Figure:
                 label=f"moving average over {window} logged steps")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss")
-    if (log["loss"].dropna() > 0).all():
+    if wide_positive(log["loss"]):
         ax.set_yscale("log")
-    else:                                   # a VDM's loss in bits/dim goes below 0 (Gaussian reconstruction term)
+    elif not (log["loss"].dropna() > 0).all():  # a VDM's loss in bits/dim goes below 0 (Gaussian reconstruction term)
         ax.set_yscale("symlog", linthresh=1.0)
     ax.legend()
     fig.tight_layout()
@@ -288,7 +290,8 @@ def plot_samples(samples: dict[int, np.ndarray], labels: list[str], column_width
 def plot_checkpoint_noise(frame: pd.DataFrame, title: str | None = None) -> Figure:
     """Each trajectory's semivariogram γ against the lag in training steps (`experiments.checkpoint_noise.noise_frame`):
     solid for training classes, dashed for the held-out class; a ring marks the lag where its noise persistence is
-    read. A flat line is noise independent from one checkpoint to the next; a rising one, noise that lasts."""
+    read (a log axis where γ spans a decade or more). A flat line is noise independent from one checkpoint to the
+    next; a rising one, noise that lasts."""
     if frame.empty:
         raise ValueError("no trajectories to plot")
     names = frame["trajectory"].unique()
@@ -299,7 +302,7 @@ def plot_checkpoint_noise(frame: pd.DataFrame, title: str | None = None) -> Figu
                         ls="--" if rows["split"].iloc[0] != "train" else "-", label=name)
         at = rows[rows["lag"] == rows["persistence"].iloc[0]]
         ax.plot(at["lag_steps"], at["gamma"], "o", mfc="none", color=line.get_color(), ms=7)
-    if (frame["gamma"] > 0).all():
+    if wide_positive(frame["gamma"]):
         ax.set_yscale("log")
     ax.set_xlabel("lag (training steps between the two checkpoints)")
     ax.set_ylabel("semivariogram γ")

@@ -111,6 +111,17 @@ def styled(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def wide_positive(values) -> bool:
+    """Whether a log axis suits `values`: every one positive and together spanning at least a factor of 10. Within
+    a decade a log axis shows nothing a linear one does not, and matplotlib labels its minor ticks (5.4×10⁻¹, …),
+    each label a mathtext parse."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    return bool(v.size) and bool((v > 0).all()) and float(v.max()) >= 10 * float(v.min())
+
+
 def caption(fig, text: str, below=None) -> None:
     """A caption (wrapped to the figure's width) under the axes, or under `below` (a legend): what a legend cannot
     hold — a rule, what is hidden and why. Saved with the figure (the saver crops to everything drawn)."""

@@ -245,9 +245,10 @@ def test_a_figure_saved_where_the_user_names_keeps_what_lies_beside_it(tmp_path,
     assert (tmp_path / "z.pdf").read_bytes().startswith(b"%PDF") and b"<svg" in (tmp_path / "z.svg").read_bytes()[:500]
 
 
-def test_loss_axis_is_logarithmic_only_when_every_loss_is_positive():
+def test_loss_axis_is_logarithmic_only_when_every_loss_is_positive_over_a_decade():
     """A VDM's loss in bits per dimension goes below 0 (the Gaussian reconstruction term): a log axis would hide
-    the rest of training, so the axis turns symmetric-log and shows the lowest loss."""
+    the rest of training, so the axis turns symmetric-log and shows the lowest loss. Positive losses within a factor
+    of 10 (a short run) get a linear axis: its tick labels are plain numbers."""
     from conceptlab.report.figures import plot_loss
 
     steps = np.arange(0, 20000, 50)
@@ -260,6 +261,11 @@ def test_loss_axis_is_logarithmic_only_when_every_loss_is_positive():
     positive = plot_loss(pd.DataFrame({"step": steps, "loss": np.linspace(1.0, 0.05, len(steps))}))
     assert positive.axes[0].get_yscale() == "log"
     matplotlib.pyplot.close(positive)
+    narrow = plot_loss(pd.DataFrame({"step": steps, "loss": np.linspace(0.6, 0.54, len(steps))}))
+    narrow.canvas.draw()
+    labels = [t.get_text() for t in narrow.axes[0].get_yticklabels() if t.get_text()]
+    assert narrow.axes[0].get_yscale() == "linear" and labels and not any("$" in t for t in labels), labels
+    matplotlib.pyplot.close(narrow)
 
 
 def test_intervention_scores_draw_one_line_per_run_when_runs_share_a_seed():
