@@ -1,6 +1,7 @@
 """What a command pays before it works. Importing the config (and with it the studies) must not import the heavy
 libraries only some analyses use — ripser (and scikit-learn, which it imports), scipy.stats, scipy.integrate,
-scipy.optimize, scipy.ndimage — each is imported where it is used; and the commands that only read files (`runs
+scipy.optimize, scipy.ndimage — each is imported where it is used, nor torch's dynamo (about a second; the SFC64
+dropout masks import it only under `torch.compile`, `models.masks`); and the commands that only read files (`runs
 show`, `runs ls`, `runs query`, `sweep status`) must import neither torch nor the studies nor matplotlib
 (`bench/startup.py`, docs/benchmarks.md "Command start-up"). Checked in fresh processes, whose modules nothing else
 has imported."""
@@ -9,7 +10,7 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("ripser", "sklearn", "scipy.stats", "scipy.integrate", "scipy.optimize", "scipy.ndimage")
+HEAVY = ("ripser", "sklearn", "scipy.stats", "scipy.integrate", "scipy.optimize", "scipy.ndimage", "torch._dynamo")
 
 
 def test_importing_the_config_imports_no_heavy_analysis_library():

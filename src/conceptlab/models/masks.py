@@ -27,10 +27,20 @@ def drop_threshold(p: float) -> int:
     return threshold
 
 
-@torch.compiler.disable  # numpy and the seed draw stay eager: compiled, the seed would come from the compiler's RNG
 def sfc64_keep_mask(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     """A bool keep-mask of `shape` on the CPU, each element True with probability 1 − round(p · 2³²)/2³²,
-    independently; one draw from torch's default generator seeds it."""
+    independently; one draw from torch's default generator seeds it. Under `torch.compile` the draw stays eager
+    (numpy, and the seed from torch's generator: compiled, it would come from the compiler's RNG); torch's dynamo is
+    imported only then, not by importing this module (a second of every process's start-up)."""
+    if not torch.compiler.is_compiling():
+        return _draw(shape, p)
+    eager = getattr(_draw, "eager", None)
+    if eager is None:
+        eager = _draw.eager = torch.compiler.disable(_draw)  # type: ignore[attr-defined]
+    return eager(shape, p)
+
+
+def _draw(shape: torch.Size | tuple[int, ...], p: float) -> torch.Tensor:
     threshold = np.uint32(drop_threshold(p))
     n = int(np.prod(shape, dtype=np.int64))
     seed = int(torch.randint(0, 2**63 - 1, (), dtype=torch.int64))
