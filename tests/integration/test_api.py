@@ -98,3 +98,58 @@ def test_the_api_leaves_the_callers_rng_alone_and_a_returned_model_is_the_caller
     assert torch.equal(run.run_with_cache("mid.blocks.0.hook_out", prompts)[1]["mid.blocks.0.hook_out"],
                        acts["mid.blocks.0.hook_out"])
     assert not run.model().training and next(run.model().parameters()).dtype == torch.float32
+
+
+def test_bad_arguments_get_one_line_errors_before_any_work_and_nothing_is_broadcast(tmp_path):
+    """What a wrong argument did before these checks (2026-12-07, an audit): a prompt row of shape [4] gave 4 images
+    (its width taken as the batch), one prompt with two images noised both with one draw, guidance on a run trained
+    without prompt dropout sampled an unconditional branch it never learned, t = 5 ran, `steps=0` fell back to the
+    config's, `step=20.5` read step 20, a string of class codes was read letter by letter."""
+    run = conceptlab.run("micro", runs_dir=tmp_path, train__steps=2, **{"train.checkpoint_steps": [1, 2]})
+    prompts = run.class_prompts(["11", "00"])
+    cases = [
+        (lambda: run.run_with_cache("mid.blocks.0.hook_out", prompts[0]), ValueError, r"prompts must be \[N, 4\]"),
+        (lambda: run.sample(prompts[0]), ValueError, r"got shape \[4\]"),
+        (lambda: run.sample(torch.zeros(0, 4)), ValueError, "N ≥ 1"),
+        (lambda: run.sample(torch.zeros(1, 5)), ValueError, "prompt width 4"),
+        (lambda: run.sample(prompts[None]), ValueError, r"got shape \[1, 2, 4\]"),
+        (lambda: run.sample([[0.0] * 4]), TypeError, "must be a tensor"),
+        (lambda: run.run_with_cache("mid.blocks.0.hook_out", prompts[:1], images=torch.rand(2, 3, 32, 32)),
+         ValueError, r"images must be \[1, 3, 32, 32\]"),
+        (lambda: run.run_with_cache("mid.blocks.0.hook_out", prompts, images=torch.rand(2, 3, 16, 16)),
+         ValueError, "the run's image shape"),
+        (lambda: run.run_with_cache("mid.blocks.0.hook_out", prompts, t=5.0), ValueError, r"in \[0, 1\]"),
+        (lambda: run.run_with_cache("mid.blocks.0.hook_out", prompts, t=float("nan")), ValueError, r"in \[0, 1\]"),
+        (lambda: run.sample(prompts, guidance=2.0), ValueError, "cfg_dropout = 0"),
+        (lambda: run.sample(prompts, guidance=-1.0), ValueError, "w ≥ 0"),
+        (lambda: run.sample(prompts, steps=0), ValueError, "steps must be an integer ≥ 1"),
+        (lambda: run.sample(prompts, step=1.5), TypeError, "integer checkpoint step"),
+        (lambda: run.sample(prompts, step=3), ValueError, r"checkpoints: \[1, 2\]"),
+        (lambda: run.class_prompts("11"), TypeError, "list of class codes"),
+        (lambda: run.class_prompts([]), ValueError, "classes is empty"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=message):
+            call()
+    # what stays accepted: a double or integer prompt tensor (cast to float32), numpy-style integer steps, t at 0 and 1
+    assert torch.equal(run.sample(prompts.double(), steps=2), run.sample(prompts, steps=2))
+    assert run.sample(prompts, step=torch.tensor(2), steps=torch.tensor(2)).shape == (2, 3, 32, 32)
+    for t in (0.0, 1.0):
+        assert run.run_with_cache("mid.blocks.0.hook_out", prompts, t=t)[0].shape == (2, 3, 32, 32)
+    assert len(run.hook_names()) > 0
+
+
+def test_a_ddpm_run_is_read_on_its_chain_only_and_a_run_keeps_a_few_models_loaded(tmp_path):
+    from conceptlab.api import MODELS_KEPT
+
+    run = conceptlab.run("bumps-micro", runs_dir=tmp_path, train__steps=6,
+                         **{"train.checkpoint_schedule": "list", "train.checkpoint_steps": [1, 2, 3, 4, 5, 6]})
+    chain = run.config.diffusion.ddpm_steps
+    prompts = torch.full((1, run.data.prompt_dim), 0.5)
+    with pytest.raises(ValueError, match=f"between the DDPM chain's T = {chain} steps"):
+        run.run_with_cache("mid.blocks.0.hook_out", prompts, t=0.5 + 0.3 / chain)
+    assert run.run_with_cache("mid.blocks.0.hook_out", prompts, t=round(0.5 * chain) / chain)[0].shape[0] == 1
+    for step in run.steps:
+        run.run_with_cache("mid.blocks.0.hook_out", prompts, step=step, t=1.0)
+    assert len(run._models) == MODELS_KEPT < len(run.steps)
+    assert [step for step, _ in run._models] == run.steps[-MODELS_KEPT:]  # the most recently used stay
