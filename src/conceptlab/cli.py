@@ -457,8 +457,16 @@ def emergence_report_cmd(root: Path) -> None:
     except (KeyError, TypeError, IndexError) as err:  # a summary or table not shaped like a finished run's
         _fail(f"{shown(str(root))}: a run's summary or tables are not those of a finished hidden-emergence run "
               f"({type(err).__name__}: {err})")
+    shared = verdicts.get("shared_seeds")
+    if shared:
+        differ = ", ".join(shared["differ_in"][:6]) or "no config key"
+        console.print(f"[yellow]warning:[/] {verdicts['runs']} runs over {verdicts['seeds']} seeds: runs share seeds "
+                      f"{', '.join(map(str, shared['seeds']))} (they differ in {differ}); every statistic below takes "
+                      "one run as one replicate, so runs of one seed are counted as if independent — report each "
+                      "setting's runs from a folder of their own")
+    over = (f"{verdicts['seeds']} seeds" if not shared else f"{verdicts['runs']} runs ({verdicts['seeds']} seeds)")
     for target, v in verdicts["targets"].items():
-        console.print(f"\n[bold]held-out {target}[/] over {verdicts['seeds']} seeds")
+        console.print(f"\n[bold]held-out {target}[/] over {over}")
         table = Table("intervention", "final score (mean ± sd)", box=None)
         for name, (mean, std) in v["final_score_mean_std"].items():
             table.add_row(name, f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}"))
@@ -471,11 +479,13 @@ def emergence_report_cmd(root: Path) -> None:
             seeds.add_row(str(row["seed"]), *[_step_text(row["emergence_step"].get(name)) for name in names],
                           "—" if mem is None else f"{mem[0]:.0f}–{mem[1]:.0f}", _step_text(row["turn_step"]))
         console.print(seeds)
-        console.print(f"  naive prompting emerged in {v['naive_emerged_in']} seeds; "
-                      f"some intervention emerged in {v['intervention_emerged_in']}")
+        console.print(f"  naive prompting emerged in {v['naive_emerged_in']} " + ("seeds" if not shared else
+                      f"runs ({v['naive_emerged_in_seeds']} seeds)")
+                      + f"; some intervention emerged in {v['intervention_emerged_in']}")
         first = v["capability_first_where_naive_emerged"]
         console.print("  capability before behavior where naive emerged: "
-                      + ("n/a (naive never emerged)" if first is None else ("yes, every seed" if first else "no")))
+                      + ("n/a (naive never emerged)" if first is None
+                         else (f"yes, every {'seed' if not shared else 'run'}" if first else "no")))
         both = v["runs_with_memorization_and_turn"]
         console.print("  memorization before the largest turn: "
                       + (f"{v['memorization_precedes_turn_in']} of {both} runs with both" if both else

@@ -227,16 +227,17 @@ def across_seeds(values: pd.DataFrame, value: str, by: Sequence[str] = ()) -> pd
 def capability_before_behavior(emergence: pd.DataFrame, naive: str = "naive") -> pd.DataFrame:
     """Per target (and seed): does some intervention emerge strictly before naive prompting?
 
-    `emergence` has columns seed, target (optional), intervention, emergence_step (NaN: never).
-    Returns one row per seed × target with naive's step, the earliest other step and which
-    intervention, and `capability_first`: True / False where naive emerged, NaN where it never
+    `emergence` has columns seed, target (optional), run (optional), intervention, emergence_step (NaN: never).
+    Returns one row per seed × target (per run × target where a `run` column names runs: several runs may share a
+    seed, and one run's steps must not be read against another's) with naive's step, the earliest other step and
+    which intervention, and `capability_first`: True / False where naive emerged, NaN where it never
     did (the claim "capability precedes behavior in every seed where behavior appears" is then
     `capability_first.dropna().all()`).
     """
     need = {"seed", "intervention", "emergence_step"}
     if not need <= set(emergence.columns):
         raise ValueError(f"emergence needs columns {sorted(need)}, got {list(emergence.columns)}")
-    by = [c for c in ("target", "seed") if c in emergence.columns]
+    by = [c for c in ("target", "seed", "run") if c in emergence.columns]
     rows = []
     for key, group in emergence.groupby(by, sort=True):
         steps = dict(zip(group["intervention"], group["emergence_step"].astype(float)))

@@ -12,13 +12,16 @@ folder or a runs folder) whose summary has an "emergence" block, and writes to
                                      bounds with an order-statistic interval) and its false-positive rate under the null
     emergence_seeds.png              score vs step, one colour per intervention, one line per run (styled by seed)
 
-and returns a dict of verdicts: in how many seeds naive prompting emerged at
+and returns a dict of verdicts: in how many runs (and seeds) naive prompting emerged at
 all, whether some intervention emerged strictly earlier in every such seed (the
 old statistic), per intervention the bias-matched gap across seeds with its
 interval (`analysis.emergence_stats`), the false-positive rates of the old and
 the new statistic when every intervention is naive prompting (images resampled
 from the stored per-image naive scores), whether memorization preceded the
-turn, and the mean ± std over seeds of each intervention's final score.
+turn, and the mean ± std over runs of each intervention's final score. Every statistic takes one run as one
+replicate; where runs share a seed (the same training evaluated twice, say at two `eval.samples_per_class`) they
+are not independent, and the verdicts say so (`shared_seeds`, with the config keys the runs differ in) rather than
+count them as seeds.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import pandas as pd
 from conceptlab.analysis.emergence import across_seeds, capability_before_behavior
 from conceptlab.analysis.emergence_stats import EmergenceRule, null_false_positive_rates, seed_spread, summarize_gaps
 from conceptlab.experiments.loading import ConfigError, load_config
+from conceptlab.experiments.sweep import SEED_KEYS
 from conceptlab.experiments.sweep_state import MANIFEST, read_manifest
 from conceptlab.report.save import save_figure
 from conceptlab.store.files import read_parquet, write_parquet
@@ -141,7 +145,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
                 remove_stale=True)
     gap_rows = []
 
-    verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "targets": {}}
+    verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "runs": int(per_run["run"].nunique()),
+                                "shared_seeds": _shared_seeds(root, per_run), "targets": {}}
     for target, group in per_run.groupby("target"):
         firsts = first[first["target"] == target] if "target" in first.columns else first
         naive = group[group["intervention"] == "naive"]
@@ -151,7 +156,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
         )
         earliest = firsts["earliest_other_step"]
         verdicts["targets"][target] = {
-            "naive_emerged_in": int(naive["emergence_step"].notna().sum()),
+            "naive_emerged_in": int(naive["emergence_step"].notna().sum()),  # runs
+            "naive_emerged_in_seeds": int(naive.loc[naive["emergence_step"].notna(), "seed"].nunique()),
             "intervention_emerged_in": int(earliest.notna().sum()),
             "capability_first_where_naive_emerged": (
                 None if firsts["capability_first"].dropna().empty else bool(firsts["capability_first"].dropna().all())
@@ -177,6 +183,25 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
     if gap_rows:
         write_parquet(root / "emergence_gaps.parquet", pd.DataFrame(gap_rows))
     return verdicts
+
+
+def _shared_seeds(root: Path, per_run: pd.DataFrame) -> dict[str, Any] | None:
+    """None when every run has a seed of its own; else the seeds several runs share ({seed: [runs]}) and the config
+    keys (seeds aside) whose values differ between the runs under root."""
+    runs = per_run.drop_duplicates("run")
+    shared = {int(seed): sorted(g["run"]) for seed, g in runs.groupby("seed") if len(g) > 1}
+    if not shared:
+        return None
+    flat = [_flat(load_config(str(RunFolder(root / run).config)).model_dump(mode="json")) for run in runs["run"]]
+    keys = sorted({k for f in flat for k in f} - {"name", "runs_dir", *SEED_KEYS.values()})
+    differ = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
+    return {"seeds": shared, "differ_in": differ}
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(tree, dict):
+        return {k: v for key, sub in tree.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    return {prefix[:-1]: tree}
 
 
 def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: EmergenceRule, replicates: int,

@@ -159,3 +159,25 @@ def test_a_sweep_folder_reports_only_the_runs_its_manifest_lists(tmp_path):
     verdicts = emergence_report(tmp_path)
     assert verdicts["seeds"] == len(SEEDS)
     assert sorted(row["seed"] for row in verdicts["targets"]["11"]["per_seed"]) == sorted(SEEDS)
+
+
+def test_runs_sharing_a_seed_are_counted_as_runs_and_never_read_against_each_other(tmp_path):
+    """Two evaluations of one seed's training (here: over-prompting before naive in one, after it in the other) are
+    two runs, not two seeds: the counts say runs, the verdicts name the shared seed and the key the runs differ in,
+    and capability-before-behavior is read within each run (it once took the last run's step per intervention of a
+    seed, mixing the two)."""
+    _fake_run(tmp_path / "a", 0, 150.0, 300.0, 50.0, 150.0)
+    _fake_run(tmp_path / "b", 0, 250.0, 200.0, 50.0, 150.0)
+    cfg = load_config("micro", ["train.train_seed=0", "data.data_seed=0", "eval.samples_per_class=8"])
+    (tmp_path / "b" / "config.yaml").write_text(config_to_yaml(cfg))
+    _fake_run(tmp_path / "c", 1, None, 175.0, 75.0, 125.0)
+    verdicts = emergence_report(tmp_path)
+    assert (verdicts["seeds"], verdicts["runs"]) == (2, 3)
+    assert verdicts["shared_seeds"] == {"seeds": {0: ["a", "b"]}, "differ_in": ["eval.samples_per_class"]}
+    v = verdicts["targets"]["11"]
+    assert (v["naive_emerged_in"], v["naive_emerged_in_seeds"], v["intervention_emerged_in"]) == (2, 1, 3)
+    assert v["capability_first_where_naive_emerged"] is False  # run a: naive at 150, over-prompting at 300
+    alone = tmp_path / "alone"
+    for seed, values in SEEDS.items():
+        _fake_run(alone / f"run{seed}", seed, *values)
+    assert emergence_report(alone)["shared_seeds"] is None
