@@ -885,7 +885,7 @@ def findings(
         from conceptlab.experiments.runner import check_runs_dir
 
         check_runs_dir(out, "--root")
-        p = plan(spec, list(names or []), scale, out, runs_folder)
+        p = plan(spec, list(names or []), scale, out, runs_folder, write=not dry_run)
     except (ConfigError, ValueError) as err:
         _fail(str(err))
     chosen_seeds: set[int] | None = None
@@ -1001,6 +1001,8 @@ def findings(
         now = result.get("recorded", 0)  # recorded by run_plan as they finished: record_plan found them there
         kept = {**kept, "recorded": kept["recorded"] + now, "already": kept["already"] - now}
     evaluated = evaluate_suite(p)
+    for line in evaluated.get("unreadable", []):
+        console.print(f"warning: {line}", markup=False, soft_wrap=True)
     evaluated["runs"] = {"total": result["runs"], "reused": result["skipped"], "done": result["done"],
                          **({"not_finished": result["not_finished"]} if evaluate_only else {}),
                          **({"deferred": result["deferred"]} if result.get("deferred") else {}),

@@ -37,3 +37,26 @@ def test_docs_findings_md_is_what_the_run_records_generate(tmp_path):
 
     assert table_in((REPO / "README.md").read_text()) == readme_table(result), (
         "README.md's findings table is out of date with results/runs: regenerate it with `make findings-page`")
+
+
+def test_a_torn_record_is_a_warning_and_a_run_not_finished_and_a_dry_run_writes_nothing(tmp_path):
+    """A record whose summary.json was cut short once stopped `findings --evaluate-only` with a traceback (an
+    audit, 2026-12-07); now its run counts as not finished and one warning names the file. `--dry-run` wrote the
+    sweep specs under `--root` (creating it): it writes nothing now."""
+    from typer.testing import CliRunner
+
+    from conceptlab.cli import app
+
+    root = tmp_path / "results"
+    shutil.copytree(REPO / "results" / "runs" / "hidden-emergence", root / "runs" / "hidden-emergence")
+    torn = sorted((root / "runs" / "hidden-emergence").glob("*/summary.json"))[0]
+    torn.write_bytes(torn.read_bytes()[:200])
+    result = CliRunner().invoke(app, ["findings", "hidden-emergence", "--evaluate-only", "--root", str(root),
+                                      "--no-progress"])
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert f"warning: hidden-emergence: {torn} is not valid JSON" in " ".join(result.output.split())
+    assert "no run" in result.output
+    dry = tmp_path / "new" / "sub"
+    result = CliRunner().invoke(app, ["findings", "hidden-emergence", "--dry-run", "--root", str(dry)])
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "new").exists()

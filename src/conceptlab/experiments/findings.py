@@ -15,6 +15,7 @@ import math
 import os
 import socket
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,9 +116,10 @@ def missing_data(suite: Suite, sets: list[str]) -> str:
 
 
 def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root: Path | str = "findings",
-         runs_folder: str = "runs") -> Plan:
+         runs_folder: str = "runs", write: bool = True) -> Plan:
     """One sweep per run set the chosen findings use, at `scale`, under `<root>/<runs_folder>/<set>/`; writes the
-    generated sweep specs under `<root>/specs/` and nothing else."""
+    generated sweep specs under `<root>/specs/` and nothing else (with `write=False`, a dry run, not even those: they
+    are expanded from a temporary folder, and each set's command names where a real run writes its spec)."""
     if scale not in SCALES:
         raise ConfigError(f"scale must be one of {', '.join(SCALES)}, got {shown(scale)}")
     root = Path(root)
@@ -148,6 +150,17 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
         for s in sets:
             needed[s] = None
     specs = root / "specs"
+    scratch = None if write else tempfile.TemporaryDirectory(prefix="conceptlab-plan-")
+    try:
+        _plan_sets(suite, needed, scale, root, runs_folder, specs, Path(scratch.name) if scratch else None, result)
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+    return result
+
+
+def _plan_sets(suite: Suite, needed: dict[str, None], scale: str, root: Path, runs_folder: str, specs: Path,
+               scratch: Path | None, result: Plan) -> None:
     for name in needed:
         runs = suite.runs[name]
         variant = runs.quick if scale == "quick" else runs.paper if scale == "paper" else None
@@ -158,15 +171,15 @@ def plan(suite: Suite, names: list[str] | None = None, scale: str = "full", root
             result.sets[name] = PlannedSet(name, runs, seeds, folder, None, f"{runs.analytic} (seeds {seeds})")
             continue
         spec = _spec_yaml(name, runs, variant, seeds, scale)
-        specs.mkdir(parents=True, exist_ok=True)
         path = specs / f"{name}.{scale}.yaml"
-        path.write_text(yaml.safe_dump({"name": name, **spec}, sort_keys=False, allow_unicode=True))
+        written = (scratch or specs) / path.name
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text(yaml.safe_dump({"name": name, **spec}, sort_keys=False, allow_unicode=True))
         try:
-            sweep = expand(str(path), root=folder)
+            sweep = expand(str(written), root=folder)
         except ConfigError as err:
             raise ConfigError(f"run set {name} ({scale}): {err}") from None
         result.sets[name] = PlannedSet(name, runs, seeds, folder, sweep, f"conceptlab sweep run {path}")
-    return result
 
 
 def finished_counts(p: Plan) -> dict[str, Any]:
@@ -606,10 +619,11 @@ class RunRecord:
     setup: str | None = None      # `setup_of` its config (None: not a concept-space run)
 
 
-def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
+def records(s: PlannedSet, unreadable: list[str] | None = None) -> tuple[list[RunRecord], list[str]]:
     """(finished runs of the set, run ids not finished). An analytic result computed from other arguments, another
     function or another package version than the suite's now is not read: it counts as not finished (a rerun
-    recomputes it), as a run whose config changed gets a new run id."""
+    recomputes it), as a run whose config changed gets a new run id. A finished run whose summary does not read
+    (torn, not JSON) counts as not finished too, and a line naming it goes to `unreadable`."""
     if s.sweep is None:
         out = []
         missing = []
@@ -632,8 +646,15 @@ def records(s: PlannedSet) -> tuple[list[RunRecord], list[str]]:
         if not run.is_complete():
             missing.append(r.run_id)
             continue
+        try:
+            summary = run.read_summary()
+        except (ValueError, OSError) as err:
+            missing.append(r.run_id)
+            if unreadable is not None:
+                unreadable.append(f"{s.name}: {one_line(str(err))}; the run counts as not finished")
+            continue
         out.append(RunRecord(r.run_id, int(r.config.train.train_seed), flatten(r.config.model_dump(mode="json")),
-                             run.read_summary(), folder, setup_of(r.config)))
+                             summary, folder, setup_of(r.config)))
     return out, missing
 
 
@@ -873,8 +894,9 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
     """Every chosen finding evaluated from the finished runs of the plan."""
     recs: dict[str, list[RunRecord]] = {}
     missing: dict[str, list[str]] = {}
+    unreadable: list[str] = []
     for name, s in p.sets.items():
-        recs[name], missing[name] = records(s)
+        recs[name], missing[name] = records(s, unreadable)
     findings = [evaluate_finding(p, f, recs, missing) for f in p.findings]
     commit, dirty = git_state()
     return {"scale": p.scale, "root": str(p.root), "created": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -882,7 +904,7 @@ def evaluate_suite(p: Plan) -> dict[str, Any]:
             "machine": {"cpu": cpu_model(), "host": socket.gethostname()},
             "records": len({r.run_id for rs in recs.values() for r in rs  # a run two sets share counts once
                             if r.folder is not None and is_record(r.folder)}),
-            "findings": findings}
+            "findings": findings, **({"unreadable": unreadable} if unreadable else {})}
 
 
 def _same_page(old: str, new: str) -> bool:
