@@ -303,6 +303,12 @@ def show(run_dir: Path, as_json: bool = False) -> None:
             hint = "" if holder else f"; resume it with conceptlab resume {shown(str(run_dir))}"
             _fail(f"{shown(str(run_dir))} is not finished ({state}{', ' + progress if progress else ''}"
                   f"{'; last error: ' + error if error else ''}): no summary to show yet{hint}")
+        if run_dir.is_dir():  # no config.yaml: not a run folder at all
+            where = shown(str(run_dir))
+            _fail(f"{where} is a sweep folder, not a run: `conceptlab sweep status {where}` lists its runs"
+                  if (run_dir / "manifest.json").is_file() else
+                  f"{where} is not a run folder (no config.yaml): `conceptlab runs ls --root {where}` lists the "
+                  "runs under it")
         _fail(str(err))
     except ValueError as err:
         _fail(str(err))
@@ -1489,12 +1495,19 @@ def runs_ls(
         columns = list(runs.columns)
     else:
         config = [c for c in runs.columns if c.split(".")[0] in ("data", "model", "diffusion", "train", "eval") and "." in c]
-        varying = [c for c in config if runs[c].astype(str).nunique() > 1]
+        varying = [c for c in config if runs[c].astype(str).nunique(dropna=False) > 1]  # set in some, absent in others
         times = [c for c in runs.columns if c.startswith("learning_time_")]
-        columns = ["run_id", "status", "name", *varying[:8], *times]
+        columns = ["run_id", "status", "name", *varying[:SHOWN_KEYS], *times]
         columns = [c for c in columns if c in runs.columns]
     _print_frame(runs[columns])
     console.print(f"{len(runs)} runs under {root}", markup=False, soft_wrap=True)  # one line, whatever the width
+    if not all_columns and len(varying) > SHOWN_KEYS:
+        console.print(f"{len(varying)} config keys differ between these runs; shown: the first {SHOWN_KEYS} "
+                      f"(--all shows every column; not shown: {', '.join(varying[SHOWN_KEYS:])})",
+                      markup=False, soft_wrap=True)
+
+
+SHOWN_KEYS = 8  # config keys `runs ls` shows beside each run (those that differ between the runs)
 
 
 @runs_app.command("show")
@@ -1536,7 +1549,9 @@ def runs_migrate(
 
 @runs_app.command("query")
 def runs_query(
-    sql: str = typer.Argument(..., help="SQL over runs and the views concept_space, learning_times, interventions, emergence, composition, geometry, abstractions, commitment, eval_steps"),
+    sql: str = typer.Argument(..., help="SQL over runs and the views concept_space, learning_times, interventions, "
+                              "emergence, matched_naive, composition, geometry, geometry_controls, abstractions, "
+                              "commitment, eval_steps (and a plug-in's tables)"),
     root: Path = typer.Option(Path("runs"), help="folder holding run folders (searched recursively)"),
     csv: bool = typer.Option(False, "--csv", help="print CSV instead of a table"),
 ) -> None:
@@ -1627,11 +1642,17 @@ def _print_frame(frame) -> None:
 
 
 def _cell(value) -> str:
-    if value is None or (isinstance(value, float) and value != value):
+    if value is None or value is _pd_na() or (isinstance(value, float) and value != value):  # NULL of any type
         return "—"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def _pd_na():
+    import pandas as pd
+
+    return pd.NA
 
 
 @app.command("controls-report", hidden=True)
@@ -1708,8 +1729,14 @@ def report(
         if not sections:
             _fail(f"{shown(target)}: no finished concept-space, hidden-emergence or bump-world runs to tabulate")
         return
+    from conceptlab.experiments.sweep_state import read_manifest
+
     try:
         root = sweep_root_of(target)
+        if not (root / MANIFEST).is_file():
+            _fail(f"{shown(str(root))}: the sweep has not run there yet (no {MANIFEST}; `conceptlab sweep run "
+                  f"{target}` runs it)")
+        read_manifest(root)  # a manifest the report can read, or one line saying what is wrong with it
     except (ConfigError, ValueError) as err:
         _fail(str(err))
     sections = _report_sections(root, figure, axis, split)

@@ -25,7 +25,7 @@ def _is_config_axis(column: str) -> bool:
 def varying_config_columns(runs: pd.DataFrame) -> list[str]:
     """Config columns whose value differs between runs, seeds excluded."""
     columns = [c for c in runs.columns if _is_config_axis(c)]
-    return [c for c in columns if runs[c].astype(str).nunique() > 1]
+    return [c for c in columns if runs[c].astype(str).nunique(dropna=False) > 1]  # a key absent in some runs too
 
 
 def final_region_accuracy(runs: pd.DataFrame, composition: pd.DataFrame) -> pd.DataFrame:

@@ -55,8 +55,10 @@ TABLES = {
     "learning_times": "learning_times.parquet",
     "interventions": "interventions.parquet",  # hidden-emergence runs: target × intervention × variant × step
     "emergence": "emergence.parquet",  # hidden-emergence runs: best variant per target × intervention × step
+    "matched_naive": "matched_naive.parquet",  # hidden-emergence runs: the bias-matched naive baseline per k × step
     "composition": "composition.parquet",  # bumps runs: generation accuracy per step × region
     "geometry": "geometry.parquet",  # bumps runs: representation geometry per step
+    "geometry_controls": "geometry_controls.parquet",  # bumps runs: each control through the geometry analyses
     "abstractions": "abstractions.parquet",  # shapes3d runs: curves per measure × attribute × τ
     "commitment": "commitment.parquet",  # shapes3d runs: commitment τ per measure × attribute
 }
@@ -249,14 +251,15 @@ class RunStore:
         return allowed
 
     def _view(self, con: duckdb.DuckDBPyConnection, view: str, files: dict[str, str]) -> list[str]:
-        """`view` := union of the Parquet files, each row tagged with its run's id; returns the files it reads."""
-        table = f"_{view}_files"
+        """`view` := union of the Parquet files, each row tagged with its run's id; returns the files it reads. Names
+        are quoted: a plug-in's table may be named like an SQL keyword (`order.parquet`)."""
+        table, quoted = f'"_{view}_files"', f'"{view}"'
         frame = pd.DataFrame({"filename": list(files), "run_id": list(files.values())}, dtype="string")
         con.register("_files_df", frame)
         con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM _files_df")
         con.unregister("_files_df")
         if not files:
-            con.execute(f"CREATE OR REPLACE VIEW {view} AS SELECT NULL::VARCHAR AS run_id WHERE false")
+            con.execute(f"CREATE OR REPLACE VIEW {quoted} AS SELECT NULL::VARCHAR AS run_id WHERE false")
             return []
         paths = "[" + ", ".join(_sql_str(p) for p in files) + "]"
         source = f"read_parquet({paths}, filename = true, union_by_name = true)"
@@ -267,7 +270,7 @@ class RunStore:
                              f"{one_line(str(err).splitlines()[0])}") from None
         drop = [c for c in ("filename", "run", "run_id") if c in columns]
         con.execute(
-            f"CREATE OR REPLACE VIEW {view} AS SELECT f.run_id, t.* EXCLUDE ({', '.join(drop)}) "
+            f"CREATE OR REPLACE VIEW {quoted} AS SELECT f.run_id, t.* EXCLUDE ({', '.join(drop)}) "
             f"FROM {source} t JOIN {table} f USING (filename)"
         )
         return [str(Path(p).resolve()) for p in files]

@@ -95,3 +95,28 @@ def test_bad_input_gives_one_line_and_exit_code_2(args, message, tmp_path):
     output = (proc.stdout + proc.stderr).strip()
     assert message in output
     assert "Traceback" not in output and len(output.splitlines()) == 1
+
+
+def test_report_and_show_on_the_wrong_kind_of_folder_say_what_it_is(tmp_path, monkeypatch):
+    """An audit's findings (2026-12-07): `report` on a sweep whose manifest is not a manifest gave a traceback, on a
+    shipped sweep not yet run exit 1 with a FileNotFoundError; `runs show` on a sweep folder said 'run unfinished?
+    resume it'. Each is now one line and exit 2, naming what the folder is."""
+    monkeypatch.chdir(tmp_path)
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "sweep.yaml").write_text("base: micro\n")
+    cases = [
+        (["report", "hidden-emergence-tiny"], "the sweep has not run there yet"),
+        (["runs", "show", str(sweep)], "is a sweep folder, not a run"),
+        (["runs", "show", str(tmp_path)], "is not a run folder (no config.yaml)"),
+    ]
+    for manifest, message in [("[]", "is not a sweep manifest (no 'runs' list)"),
+                              ('{"runs": [{"run_id": "../x"}]}', "runs[0] must be {run_id, values}")]:
+        (sweep / "manifest.json").write_text(manifest)
+        result = runner.invoke(app, ["report", str(sweep)])
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.output.split()), result.output
+    for args, message in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in " ".join(result.output.split()) and "Traceback" not in result.output, (args, result.output)

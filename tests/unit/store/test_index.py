@@ -166,3 +166,29 @@ def test_sweep_report_prints_the_table_and_saves_the_figure(toy_store, tmp_path)
     assert ["0.2", "color", "4.00", "800", "(800", "±", "0)", "3/3"] in lines  # median of all (mean ± sd, learned)
     assert ["0.8", "color", "16.00", "200", "(200", "±", "0)", "3/3"] in lines
     assert figure.is_file() and figure.stat().st_size > 10_000
+
+
+def test_odd_tables_keys_and_nulls_read_as_any_other(toy_store):
+    """An audit's findings (2026-12-07): a plug-in table named like an SQL keyword (`order.parquet`) broke every
+    store command under its root; `matched_naive` and `geometry_controls` were not views where no run had them,
+    though the schema says every built-in table always is; a config key set in some runs and absent in others was
+    not listed as differing by `runs ls`; an integer or boolean NULL printed as <NA>."""
+    import shutil
+
+    import yaml
+
+    run = toy_store / "sweep" / "run-0-0"
+    shutil.copy(run / "concept_space.parquet", run / "order.parquet")
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["eval"]["noise_per_run"] = True  # set in this run only
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    with open_store(toy_store) as store:
+        assert store.query('SELECT count(DISTINCT run_id) AS n FROM "order"')["n"][0] == 1
+        for view in ("matched_naive", "geometry_controls"):
+            assert store.query(f"SELECT count(*) AS n FROM {view}")["n"][0] == 0
+    listed = CliRunner().invoke(app, ["runs", "ls", str(toy_store)])
+    assert listed.exit_code == 0 and "eval.noise_per_run" in listed.output, listed.output
+    assert "<NA>" not in listed.output
+    result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store),
+                                      "SELECT 1::INT AS a UNION ALL SELECT NULL ORDER BY a"])
+    assert result.exit_code == 0 and result.output.split() == ["a", "1", "—"], result.output
