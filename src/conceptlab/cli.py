@@ -1502,9 +1502,9 @@ def runs_ls(
     _print_frame(runs[columns])
     console.print(f"{len(runs)} runs under {root}", markup=False, soft_wrap=True)  # one line, whatever the width
     if not all_columns and len(varying) > SHOWN_KEYS:
-        console.print(f"{len(varying)} config keys differ between these runs; shown: the first {SHOWN_KEYS} "
-                      f"(--all shows every column; not shown: {', '.join(varying[SHOWN_KEYS:])})",
-                      markup=False, soft_wrap=True)
+        err_console.print(f"{len(varying)} config keys differ between these runs; shown: the first {SHOWN_KEYS} "
+                          f"(--all shows every column; not shown: {', '.join(varying[SHOWN_KEYS:])})",
+                          markup=False, soft_wrap=True, highlight=False)  # on stderr: stdout is the table
 
 
 SHOWN_KEYS = 8  # config keys `runs ls` shows beside each run (those that differ between the runs)

@@ -361,14 +361,23 @@ def _resolved_base(base: str) -> str:
 
 
 def _check_one_setting(sweep: Sweep) -> None:
-    """ConfigError when `sweep.root` already holds a sweep whose manifest records command-line overrides that give
-    another config than `sweep`'s (whatever the spec says now: editing it is allowed)."""
+    """ConfigError when `sweep.root` is a run folder, holds another sweep (its manifest names another), or holds
+    this sweep run with command-line overrides that give another config than `sweep`'s (whatever the spec says now:
+    editing it is allowed, renaming it is another sweep)."""
+    if (sweep.root / "config.yaml").is_file():
+        raise ConfigError(f"sweep {sweep.spec.name}: {shown(str(sweep.root))} is a run folder, not a sweep folder: "
+                          "run the sweep into another folder (--root)")
     if not (sweep.root / MANIFEST).is_file():
         return
     try:
+        other = read_manifest(sweep.root).get("sweep")
         recorded = _recorded_setting(sweep.root)
     except ConfigError:
         return  # an unreadable record: the rerun from the folder says so; a spec run into it rewrites it
+    if isinstance(other, str) and other != sweep.spec.name:
+        raise ConfigError(f"sweep {sweep.spec.name}: {shown(str(sweep.root))} holds the runs of sweep {shown(other)} "
+                          "(a sweep folder holds one sweep; its report would pool both): run it into another folder "
+                          "(--root)")
     if recorded is not None and not _same_setting(sweep.spec, recorded[1], sweep.overrides):
         raise _another_setting(sweep.spec, sweep.root, recorded[1], sweep.overrides,
                                "run these into another folder (--root)")

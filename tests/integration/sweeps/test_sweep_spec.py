@@ -198,6 +198,22 @@ def test_a_sweep_folder_reruns_with_the_base_and_overrides_it_records(tmp_path):
     assert [r.run_id for r in expand(str(old.root)).runs] == [r.run_id for r in expand(source).runs]
 
 
+def test_a_sweep_folder_holds_one_sweep_and_a_run_folder_holds_none(tmp_path):
+    """Another sweep run into a sweep's folder took it over: its manifest and spec copy replaced, the first sweep's
+    runs left beside the new ones for the folder's report to pool (an audit, 2026-12-07). Now refused, as a sweep
+    run into a run folder is; the same sweep edited (same name) still reruns in place."""
+    first = expand(write_spec(tmp_path / "a.yaml"), root=tmp_path / "out")
+    write_manifest(first)
+    other = expand(write_spec(tmp_path / "b.yaml", overrides={"train.steps": 6}), root=first.root)
+    with pytest.raises(ConfigError, match="holds the runs of sweep 'a' .*one sweep"):
+        write_manifest(other)
+    assert read_manifest(first.root)["sweep"] == "a"
+    write_manifest(expand(write_spec(tmp_path / "a.yaml", overrides={"train.steps": 6}), root=first.root))  # edited
+    run = first.runs[0].directory(first.root)
+    with pytest.raises(ConfigError, match="is a run folder, not a sweep folder"):
+        write_manifest(expand(write_spec(tmp_path / "c.yaml"), root=run))
+
+
 def test_a_mapping_in_the_overrides_changes_only_the_keys_it_names(tmp_path):
     """`overrides: {train: {steps: 12}}` is `train.steps: 12` (it reset the rest of the train section to its
     defaults); a mapping that sets a swept key is refused like a dotted override."""
