@@ -27,7 +27,9 @@ class TrainConfig(StrictConfig):
     checkpoint_schedule: Literal["sqrt", "log", "linear", "list"] = "sqrt"
     checkpoint_count: int = Field(60, ge=1)
     checkpoint_start: int = Field(500, ge=1)
-    checkpoint_steps: list[int] | None = Field(None, description="explicit steps (schedule=list)")
+    checkpoint_steps: list[int] | None = Field(
+        None, description="explicit steps, each ≥ 1 (read under schedule=list only; a step past train.steps is not "
+        "saved, so a preset's list serves a shorter run)")
     train_seed: int = Field(0, ge=0)
     log_every: int = Field(10, ge=1)
     keep_training_state: bool = Field(
@@ -56,4 +58,7 @@ class TrainConfig(StrictConfig):
     def _schedule(self) -> "TrainConfig":
         if self.checkpoint_schedule == "list" and not self.checkpoint_steps:
             raise ValueError("checkpoint_schedule=list needs checkpoint_steps")
+        below = [step for step in self.checkpoint_steps or [] if step < 1]
+        if below:
+            raise ValueError(f"checkpoint_steps {below}: a checkpoint is saved after a step, so steps count from 1")
         return self

@@ -34,7 +34,9 @@ def test_log_linear_and_list_schedules():
     explicit = checkpoint_schedule(
         TrainConfig(steps=50, checkpoint_schedule="list", checkpoint_steps=[40, 5, 70, 5])
     )
-    assert explicit == [5, 40, 50]
+    assert explicit == [5, 40, 50]  # past the run's end: not saved (a preset's list serves a shorter run)
+    with pytest.raises(ValueError, match=r"checkpoint_steps \[0, -5\]: .*count from 1"):  # were dropped silently
+        TrainConfig(steps=50, checkpoint_schedule="list", checkpoint_steps=[0, -5, 50])
 
 
 def test_checkpoint_round_trip(tmp_path):
