@@ -209,7 +209,6 @@ class Run:
         config's), guidance w ≥ 0 in the config's convention (default `diffusion.guidance_scale`; a w that mixes in
         the unconditional prediction needs a run trained with `diffusion.cfg_dropout` > 0, as the config requires),
         seeded."""
-        model = self._model(step)
         prompts = self._prompts(prompts)
         diffusion = self.config.diffusion
         guidance = diffusion.guidance_scale if guidance is None else float(guidance)
@@ -227,6 +226,7 @@ class Run:
                 steps = -1
             if steps < 1:
                 raise ValueError(f"steps must be an integer ≥ 1 (sampler steps), got {steps!r}")
+        model = self._model(step)  # the checkpoint step checked, then loaded: after the cheap checks
         null = torch.full((1, prompts.shape[1]), self.config.data.null_value)
         generator = torch.Generator().manual_seed(seed)
         return model.sample(prompts, steps, generator, guidance, null)
@@ -246,12 +246,12 @@ class Run:
         ([0, 1], noised to t; default: pure noise) with `prompts`; returns (the network output, {hook name:
         activation}) for the hook points `names` selects (a name, a list, a predicate). `images`, when given, are one
         per prompt row, each of the run's image shape; t must be in [0, 1] (on a DDPM, a step k/T of its chain)."""
-        model = self._model(step)
         prompts = self._prompts(prompts)
         n = prompts.shape[0]
         t = float(t)
         if not 0.0 <= t <= 1.0:  # NaN fails too
             raise ValueError(f"t must be a diffusion time in [0, 1] (0 data, 1 noise), got {t:g}")
+        model = self._model(step)
         chain = getattr(model.process, "steps", None)
         if hasattr(model.process, "check_sample_times") and abs(t * chain - round(t * chain)) > 1e-6:
             raise ValueError(f"t = {t:g} falls between the DDPM chain's T = {chain} steps (diffusion.ddpm_steps), "

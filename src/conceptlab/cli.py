@@ -478,16 +478,18 @@ def emergence_report_cmd(root: Path) -> None:
             table.add_row(name, f"{mean:.3f}" + ("" if std is None else f" ± {std:.3f}"))
         console.print(table)
         names = sorted({name for row in v["per_seed"] for name in row["emergence_step"]})
-        seeds = Table("seed", *[name.replace("_", "-") for name in names], "memorized", "turn", box=None,
-                      title="emergence step per seed, memorization phase, largest turn", title_justify="left")
+        seeds = Table("seed", *(["run"] if shared else []), *[name.replace("_", "-") for name in names], "memorized",
+                      "turn", box=None, title="emergence step per " + ("run" if shared else "seed")
+                      + ", memorization phase, largest turn", title_justify="left")
         for row in v["per_seed"]:
             mem = row["memorization"]
-            seeds.add_row(str(row["seed"]), *[_step_text(row["emergence_step"].get(name)) for name in names],
+            seeds.add_row(str(row["seed"]), *([row["run"]] if shared else []),
+                          *[_step_text(row["emergence_step"].get(name)) for name in names],
                           "—" if mem is None else f"{mem[0]:.0f}–{mem[1]:.0f}", _step_text(row["turn_step"]))
         console.print(seeds)
         console.print(f"  naive prompting emerged in {v['naive_emerged_in']} " + ("seeds" if not shared else
                       f"runs ({v['naive_emerged_in_seeds']} seeds)")
-                      + f"; some intervention emerged in {v['intervention_emerged_in']}")
+                      + f"; some intervention emerged in {v['intervention_emerged_in']}" + (" runs" if shared else ""))
         first = v["capability_first_where_naive_emerged"]
         console.print("  capability before behavior where naive emerged: "
                       + ("n/a (naive never emerged)" if first is None

@@ -136,7 +136,13 @@ def test_bad_arguments_get_one_line_errors_before_any_work_and_nothing_is_broadc
     assert run.sample(prompts, step=torch.tensor(2), steps=torch.tensor(2)).shape == (2, 3, 32, 32)
     for t in (0.0, 1.0):
         assert run.run_with_cache("mid.blocks.0.hook_out", prompts, t=t)[0].shape == (2, 3, 32, 32)
-    assert len(run.hook_names()) > 0
+    bare = tmp_path / "bare"  # a run folder before its first checkpoint: its config alone
+    bare.mkdir()
+    (bare / "config.yaml").write_text((run.path / "config.yaml").read_text())
+    unsaved = conceptlab.load_run(bare)
+    assert unsaved.hook_names() == run.hook_names()  # the names do not depend on the weights
+    with pytest.raises(ValueError, match=r"prompts must be \[N, 4\]"):  # checked before looking for a checkpoint
+        unsaved.sample(prompts[0])
 
 
 def test_a_ddpm_run_is_read_on_its_chain_only_and_a_run_keeps_a_few_models_loaded(tmp_path):

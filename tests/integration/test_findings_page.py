@@ -55,7 +55,9 @@ def test_a_torn_record_is_a_warning_and_a_run_not_finished_and_a_dry_run_writes_
                                       "--no-progress"])
     assert result.exit_code == 0 and result.exception is None, result.output
     assert f"warning: hidden-emergence: {torn} is not valid JSON" in " ".join(result.output.split())
-    assert "no run" in result.output
+    assert "no run" in result.output and "conceptlab resume" in result.output
+    result = CliRunner().invoke(app, ["findings", "hidden-emergence", "--dry-run", "--root", str(root)])
+    assert result.exit_code == 0 and result.exception is None, result.output  # pricing the runs reads the summaries
     dry = tmp_path / "new" / "sub"
     result = CliRunner().invoke(app, ["findings", "hidden-emergence", "--dry-run", "--root", str(dry)])
     assert result.exit_code == 0, result.output

@@ -186,10 +186,10 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
 
 
 def _shared_seeds(root: Path, per_run: pd.DataFrame) -> dict[str, Any] | None:
-    """None when every run has a seed of its own; else the seeds several runs share ({seed: [runs]}) and the config
-    keys (seeds aside) whose values differ between the runs under root."""
+    """None when every run has seeds of its own; else the training seeds several runs share with their data seed
+    ({seed: [runs]}) and the config keys (seeds aside) whose values differ between the runs under root."""
     runs = per_run.drop_duplicates("run")
-    shared = {int(seed): sorted(g["run"]) for seed, g in runs.groupby("seed") if len(g) > 1}
+    shared = {int(seed): sorted(g["run"]) for (seed, _), g in runs.groupby(["seed", "data_seed"]) if len(g) > 1}
     if not shared:
         return None
     flat = [_flat(load_config(str(RunFolder(root / run).config)).model_dump(mode="json")) for run in runs["run"]]

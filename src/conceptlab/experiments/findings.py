@@ -435,8 +435,13 @@ def run_costs(p: Plan, records: Path | str | None = None,
             for summary in sorted(Path(base).glob("*/summary.json")):
                 if summary.parent.name.startswith("."):  # a copy or record left half-made by a crash
                     continue
-                if (summary.parent.name not in found and run_seconds(data := read_json(summary)) > 0
-                        and _prices(summary.parent, shapes)):
+                if summary.parent.name in found:
+                    continue
+                try:
+                    data = read_json(summary)
+                except (ValueError, OSError):  # a torn summary prices nothing (evaluating names the file)
+                    continue
+                if isinstance(data, dict) and run_seconds(data) > 0 and _prices(summary.parent, shapes):
                     found[summary.parent.name] = data
         to_go = {r.run_id: int(r.config.train.train_seed) for r in s.sweep.runs
                  if r.run_id not in done and r.run_id not in counted}
@@ -651,7 +656,8 @@ def records(s: PlannedSet, unreadable: list[str] | None = None) -> tuple[list[Ru
         except (ValueError, OSError) as err:
             missing.append(r.run_id)
             if unreadable is not None:
-                unreadable.append(f"{s.name}: {one_line(str(err))}; the run counts as not finished")
+                unreadable.append(f"{s.name}: {one_line(str(err))}; read as no run (`conceptlab resume "
+                                  f"{folder}` writes its summary again from what the run folder holds)")
             continue
         out.append(RunRecord(r.run_id, int(r.config.train.train_seed), flatten(r.config.model_dump(mode="json")),
                              summary, folder, setup_of(r.config)))

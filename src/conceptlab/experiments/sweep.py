@@ -364,7 +364,9 @@ def _check_one_setting(sweep: Sweep) -> None:
     """ConfigError when `sweep.root` is a run folder, holds another sweep (its manifest names another), or holds
     this sweep run with command-line overrides that give another config than `sweep`'s (whatever the spec says now:
     editing it is allowed, renaming it is another sweep)."""
-    if (sweep.root / "config.yaml").is_file():
+    run = RunFolder(sweep.root)
+    if run.config.is_file() and any(p.exists() for p in (run.summary, run.status, run.root / "checkpoints",
+                                                         run.root / "train_log.jsonl")):
         raise ConfigError(f"sweep {sweep.spec.name}: {shown(str(sweep.root))} is a run folder, not a sweep folder: "
                           "run the sweep into another folder (--root)")
     if not (sweep.root / MANIFEST).is_file():

@@ -344,7 +344,7 @@ class RunStore:
     def table(self, name: str) -> pd.DataFrame:
         if name not in (*self.tables, EVAL_TABLE, "runs"):
             raise StoreError(f"unknown table {shown(name)}; tables: runs, {', '.join(self.tables)}, {EVAL_TABLE}")
-        return self.query(f"SELECT * FROM {name}")
+        return self.query(f'SELECT * FROM "{name}"')
 
     def save(self, path: Path) -> Path:
         """Write the index as a standalone DuckDB file (runs table + views), atomically. The tables are copied through

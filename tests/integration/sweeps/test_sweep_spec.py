@@ -210,8 +210,13 @@ def test_a_sweep_folder_holds_one_sweep_and_a_run_folder_holds_none(tmp_path):
     assert read_manifest(first.root)["sweep"] == "a"
     write_manifest(expand(write_spec(tmp_path / "a.yaml", overrides={"train.steps": 6}), root=first.root))  # edited
     run = first.runs[0].directory(first.root)
+    (run / "status.json").write_text("{}")  # a run's own file beside its config
     with pytest.raises(ConfigError, match="is a run folder, not a sweep folder"):
         write_manifest(expand(write_spec(tmp_path / "c.yaml"), root=run))
+    project = tmp_path / "project"  # a folder that merely holds a config.yaml of the user's is a fine root
+    project.mkdir()
+    (project / "config.yaml").write_text("base: micro\n")
+    write_manifest(expand(write_spec(tmp_path / "c.yaml"), root=project))
 
 
 def test_a_mapping_in_the_overrides_changes_only_the_keys_it_names(tmp_path):

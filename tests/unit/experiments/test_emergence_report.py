@@ -181,3 +181,9 @@ def test_runs_sharing_a_seed_are_counted_as_runs_and_never_read_against_each_oth
     for seed, values in SEEDS.items():
         _fake_run(alone / f"run{seed}", seed, *values)
     assert emergence_report(alone)["shared_seeds"] is None
+    data = tmp_path / "data-seeds"  # one training seed, two data seeds: two seeds' runs, not a shared seed
+    for k, data_seed in enumerate((0, 1)):
+        _fake_run(data / f"r{k}", 0, *SEEDS[k])
+        cfg = load_config("micro", ["train.train_seed=0", f"data.data_seed={data_seed}"])
+        (data / f"r{k}" / "config.yaml").write_text(config_to_yaml(cfg))
+    assert emergence_report(data)["shared_seeds"] is None
