@@ -9,8 +9,9 @@ Order for two xdist workers (`make test`: `-n 2 --dist loadgroup --maxschedchunk
 fixture is marked, and tests/integration/test_test_harness.py checks that the installed pytest-xdist honours the
 marks): the findings tests take minutes each, everything else seconds. xdist deals each worker two tests first,
 in turn (the 1st and 3rd to one worker, the 2nd and 4th to the other), then queues the next test on the worker
-whose running test ends first, so the findings (acceptance) tests go first in an order that splits them evenly. A `make test` timeline on a 2-core AMD
-EPYC with native bf16 (2026-12-07; seconds at one thread, an fp32 CPU takes about twice as long):
+whose running test ends first, so the findings (acceptance) tests go first in an order that splits them evenly.
+A `make test` timeline on a 2-core AMD EPYC with native bf16 (2026-12-07; seconds at one thread, an fp32 CPU takes
+about twice as long):
 
 - worker 1: guidance after the transition (251: 1,000 steps, CFG doubles sampling), then hierarchy (162), then
   composition (56);

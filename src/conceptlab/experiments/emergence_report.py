@@ -145,7 +145,8 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
                 remove_stale=True)
     gap_rows = []
 
-    verdicts: dict[str, Any] = {"seeds": int(per_run["seed"].nunique()), "runs": int(per_run["run"].nunique()),
+    seeds = ["seed", "data_seed"]  # a run's seeds: its training seed and its data seed
+    verdicts: dict[str, Any] = {"seeds": len(per_run[seeds].drop_duplicates()), "runs": int(per_run["run"].nunique()),
                                 "shared_seeds": _shared_seeds(root, per_run), "targets": {}}
     for target, group in per_run.groupby("target"):
         firsts = first[first["target"] == target] if "target" in first.columns else first
@@ -157,7 +158,7 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
         earliest = firsts["earliest_other_step"]
         verdicts["targets"][target] = {
             "naive_emerged_in": int(naive["emergence_step"].notna().sum()),  # runs
-            "naive_emerged_in_seeds": int(naive.loc[naive["emergence_step"].notna(), "seed"].nunique()),
+            "naive_emerged_in_seeds": len(naive.loc[naive["emergence_step"].notna(), seeds].drop_duplicates()),
             "intervention_emerged_in": int(earliest.notna().sum()),
             "capability_first_where_naive_emerged": (
                 None if firsts["capability_first"].dropna().empty else bool(firsts["capability_first"].dropna().all())
@@ -186,10 +187,12 @@ def emergence_report(root: Path, null_replicates: int = 1000, alpha: float = 0.0
 
 
 def _shared_seeds(root: Path, per_run: pd.DataFrame) -> dict[str, Any] | None:
-    """None when every run has seeds of its own; else the training seeds several runs share with their data seed
-    ({seed: [runs]}) and the config keys (seeds aside) whose values differ between the runs under root."""
+    """None when every run has seeds of its own; else the seeds several runs share ({"7": [runs]}, or "7 (data 3)"
+    where the data seed differs from the training seed) and the config keys (seeds aside) whose values differ between
+    the runs under root."""
     runs = per_run.drop_duplicates("run")
-    shared = {int(seed): sorted(g["run"]) for (seed, _), g in runs.groupby(["seed", "data_seed"]) if len(g) > 1}
+    shared = {(f"{seed}" if seed == data else f"{seed} (data {data})"): sorted(g["run"])
+              for (seed, data), g in runs.groupby(["seed", "data_seed"]) if len(g) > 1}
     if not shared:
         return None
     flat = [_flat(load_config(str(RunFolder(root / run).config)).model_dump(mode="json")) for run in runs["run"]]

@@ -173,7 +173,7 @@ def test_runs_sharing_a_seed_are_counted_as_runs_and_never_read_against_each_oth
     _fake_run(tmp_path / "c", 1, None, 175.0, 75.0, 125.0)
     verdicts = emergence_report(tmp_path)
     assert (verdicts["seeds"], verdicts["runs"]) == (2, 3)
-    assert verdicts["shared_seeds"] == {"seeds": {0: ["a", "b"]}, "differ_in": ["eval.samples_per_class"]}
+    assert verdicts["shared_seeds"] == {"seeds": {"0": ["a", "b"]}, "differ_in": ["eval.samples_per_class"]}
     v = verdicts["targets"]["11"]
     assert (v["naive_emerged_in"], v["naive_emerged_in_seeds"], v["intervention_emerged_in"]) == (2, 1, 3)
     assert v["capability_first_where_naive_emerged"] is False  # run a: naive at 150, over-prompting at 300
@@ -186,4 +186,11 @@ def test_runs_sharing_a_seed_are_counted_as_runs_and_never_read_against_each_oth
         _fake_run(data / f"r{k}", 0, *SEEDS[k])
         cfg = load_config("micro", ["train.train_seed=0", f"data.data_seed={data_seed}"])
         (data / f"r{k}" / "config.yaml").write_text(config_to_yaml(cfg))
-    assert emergence_report(data)["shared_seeds"] is None
+    report = emergence_report(data)
+    assert report["shared_seeds"] is None and (report["seeds"], report["runs"]) == (2, 2)  # seeds are the pairs
+    for k in range(4):  # two pairs of seeds, each shared by two runs: both named
+        _fake_run(data / f"s{k}", 0, *SEEDS[0])
+        cfg = load_config("micro", ["train.train_seed=0", f"data.data_seed={k % 2}", f"eval.samples_per_class={4 + k}"])
+        (data / f"s{k}" / "config.yaml").write_text(config_to_yaml(cfg))
+    shared = emergence_report(data)["shared_seeds"]["seeds"]
+    assert shared == {"0": ["r0", "s0", "s2"], "0 (data 1)": ["r1", "s1", "s3"]}
