@@ -252,10 +252,14 @@ class Run:
         if not 0.0 <= t <= 1.0:  # NaN fails too
             raise ValueError(f"t must be a diffusion time in [0, 1] (0 data, 1 noise), got {t:g}")
         model = self._model(step)
-        chain = getattr(model.process, "steps", None)
-        if hasattr(model.process, "check_sample_times") and abs(t * chain - round(t * chain)) > 1e-6:
-            raise ValueError(f"t = {t:g} falls between the DDPM chain's T = {chain} steps (diffusion.ddpm_steps), "
-                             f"where the network was never trained; use a multiple of 1/{chain}")
+        on_grid = getattr(model.process, "check_sample_times", None)  # a DDPM: only its chain's steps were trained
+        if on_grid is not None:
+            try:
+                on_grid([t])
+            except ValueError:
+                chain = model.process.steps
+                raise ValueError(f"t = {t:g} falls between the DDPM chain's T = {chain} steps (diffusion.ddpm_steps), "
+                                 f"where the network was never trained; use a multiple of 1/{chain}") from None
         if images is not None and (images.dim() != 4 or images.shape[0] != n
                                    or tuple(images.shape[1:]) != tuple(model.image_shape)):
             raise ValueError(f"images must be [{n}, {', '.join(map(str, model.image_shape))}] (one per prompt row, "

@@ -39,6 +39,7 @@ from conceptlab.experiments.sweep import SEED_KEYS
 from conceptlab.experiments.sweep_state import MANIFEST, read_manifest
 from conceptlab.report.save import save_figure
 from conceptlab.store.files import read_parquet, write_parquet
+from conceptlab.store.index import flatten
 from conceptlab.store.run_folder import SUMMARY, RunFolder
 
 
@@ -195,16 +196,10 @@ def _shared_seeds(root: Path, per_run: pd.DataFrame) -> dict[str, Any] | None:
               for (seed, data), g in runs.groupby(["seed", "data_seed"]) if len(g) > 1}
     if not shared:
         return None
-    flat = [_flat(load_config(str(RunFolder(root / run).config)).model_dump(mode="json")) for run in runs["run"]]
+    flat = [flatten(load_config(str(RunFolder(root / run).config)).model_dump(mode="json")) for run in runs["run"]]
     keys = sorted({k for f in flat for k in f} - {"name", "runs_dir", *SEED_KEYS.values()})
     differ = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
     return {"seeds": shared, "differ_in": differ}
-
-
-def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(tree, dict):
-        return {k: v for key, sub in tree.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
-    return {prefix[:-1]: tree}
 
 
 def _matched_verdicts(root: Path, group: pd.DataFrame, target: str, rule: EmergenceRule, replicates: int,
