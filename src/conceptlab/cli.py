@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -74,10 +75,11 @@ def _main(
                                  help="print the version and exit"),
 ) -> None:
     """conceptlab: how diffusion models learn concepts."""
-    from conceptlab.report.save import vector_formats
+    from conceptlab.report.save import figures_wanted, vector_formats
 
-    try:  # a bad CONCEPTLAB_VECTOR_FIGURES refused before any work, not when a run's first figure is saved
+    try:  # a bad CONCEPTLAB_VECTOR_FIGURES or CONCEPTLAB_FIGURES refused before any work, not at a run's first figure
         vector_formats()
+        figures_wanted()
     except ValueError as err:
         _fail(str(err))
 
@@ -236,6 +238,10 @@ def _execute(cfg, run_dir: Path, progress: bool, prepared=None) -> None:
         _fail(str(err), code=1)
     except OSError as err:  # a full disk, a refused symlink, a permission: the run stops, its folder keeps what it has
         _fail(f"{run_dir}: {err}", code=1)
+    except KeyboardInterrupt:  # Ctrl-C: the run's folder keeps its last saved state (train state, finished evals)
+        err_console.print(f"interrupted: {escape(str(run_dir))} keeps its last saved state; continue it with "
+                          f"`conceptlab resume {escape(shlex.quote(str(run_dir)))}`", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=130) from None
     _print_summary(summary, run_dir)
 
 
@@ -1216,7 +1222,7 @@ def sweep(
     Rerun from its folder, a sweep gets the base and overrides it was run with; other overrides are refused there."""
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
     from conceptlab.experiments.runner import check_runs_dir
-    from conceptlab.experiments.sweep import check_sweep_memory, expand, run_sweep
+    from conceptlab.experiments.sweep import check_root, check_sweep_memory, expand, run_sweep
 
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         _fail(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
@@ -1228,14 +1234,17 @@ def sweep(
     try:
         plan = expand(spec, list(overrides or []), root)
         executor_options = with_slurm_options(plan.spec.executor, list(slurm or []))
-        if not dry_run:
-            check_runs_dir(plan.root, "--root" if root is not None else "the sweep root")
+        check_runs_dir(plan.root, "--root" if root is not None else "the sweep root")  # writes nothing
+        check_root(plan)  # a run folder, another sweep's folder, or this one's under other overrides: refused
         check_sweep_memory(plan)
     except (ConfigError, ValueError) as err:
         _fail(str(err))
     kind = executor or plan.spec.executor.kind
     if kind not in ("local", "slurm"):
         _fail(f"unknown executor {shown(kind)}; choose local or slurm")
+    if slurm and kind != "slurm":
+        _fail(f"--slurm options set the slurm executor's job; this sweep runs on the {kind} executor (add "
+              "--executor slurm, or leave --slurm out)")
     if dry_run:
         import pandas as pd
 
@@ -1257,6 +1266,10 @@ def sweep(
                            reuse_training=reuse_training)
     except (ExecutorError, ConfigError) as err:
         _fail(str(err))
+    except KeyboardInterrupt:  # Ctrl-C: finished runs are kept, the others resume from their last saved state
+        err_console.print(f"interrupted: {escape(str(plan.root))} keeps every finished run and each other run's last "
+                          "saved state; run the same command again to continue", highlight=False, soft_wrap=True)
+        raise typer.Exit(code=130) from None
     console.print(
         f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now"
         + (f" ({result['reused']} of them evaluating another run's training)" if result.get("reused") else "")

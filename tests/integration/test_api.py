@@ -143,6 +143,8 @@ def test_bad_arguments_get_one_line_errors_before_any_work_and_nothing_is_broadc
     assert unsaved.hook_names() == run.hook_names()  # the names do not depend on the weights
     with pytest.raises(ValueError, match=r"prompts must be \[N, 4\]"):  # checked before looking for a checkpoint
         unsaved.sample(prompts[0])
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):  # so is t
+        unsaved.run_with_cache("mid.blocks.0.hook_out", prompts, t=5.0)
 
 
 def test_a_ddpm_run_is_read_on_its_chain_only_and_a_run_keeps_a_few_models_loaded(tmp_path):

@@ -140,3 +140,16 @@ def test_sweep_status_of_a_running_sweep_imports_no_torch(tmp_path):
     flat = " ".join(text.split())  # the console wraps at its width: the sweep's tmp path moves the break
     assert state["code"] == 0 and "training 50/200 (25%)" in flat and "1 done, 1 running" in flat, (text, state)
     assert not {"torch", "matplotlib", "conceptlab.studies"} & set(state["loaded"]), state
+
+
+def test_importing_the_package_and_its_commands_leaves_pythons_random_stream_as_it_was():
+    """rich draws from Python's global `random` when its styles are first imported: a user's `random.seed(0)` then
+    `import conceptlab.api` gave another stream than without the import (an audit, 2026-12-07)."""
+    code = ("import random; random.seed(0); {imports}; print(random.random())")
+    values = []
+    for imports in ("pass", "import conceptlab", "import conceptlab.api, conceptlab.cli, rich.progress"):
+        done = subprocess.run([sys.executable, "-c", code.format(imports=imports)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        values.append(done.stdout.strip().splitlines()[-1])
+    assert len(set(values)) == 1, values

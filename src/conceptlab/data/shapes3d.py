@@ -186,18 +186,39 @@ def render_indices(index: Tensor, image_size: int = REAL_IMAGE_SIZE, batch: int 
     return Shapes3DData(images=images, factors=factors)
 
 
+def check_shapes3d_h5(path: str | Path) -> int:
+    """The number of images in a Shapes3D file of the `3dshapes.h5` layout, read from its header only; ValueError
+    (one line naming the path) when it is missing, not HDF5, or not that layout. What a run checks before its folder
+    is made."""
+    import h5py
+
+    if not Path(path).is_file():
+        raise ValueError(f"Shapes3D file {path}: " + ("not a regular file" if Path(path).exists() else "no such file"))
+    try:
+        with h5py.File(path, "r") as h5:
+            return len(_layout(h5, path)[0])
+    except OSError as err:  # h5py's "unable to open file (file signature not found)" and its kin
+        raise ValueError(f"Shapes3D file {path} is not an HDF5 file that reads ({str(err).splitlines()[0][:160]})") from None
+
+
+def _layout(h5, path):
+    """(images, labels) datasets of an open Shapes3D file; ValueError naming what is wrong with its layout."""
+    if "images" not in h5 or "labels" not in h5:
+        raise ValueError(f"{path}: not a Shapes3D file; need datasets 'images' and 'labels', found {sorted(h5)}")
+    images, labels = h5["images"], h5["labels"]
+    if images.dtype != "uint8" or images.ndim != 4 or images.shape[1:] != (REAL_IMAGE_SIZE, REAL_IMAGE_SIZE, 3):
+        raise ValueError(f"{path}: 'images' must be uint8 [N, 64, 64, 3], got {images.dtype} {images.shape}")
+    if labels.ndim != 2 or labels.shape != (images.shape[0], len(FACTORS)) or labels.dtype.kind != "f":
+        raise ValueError(f"{path}: 'labels' must be float [N, 6] with N = {images.shape[0]}, got {labels.shape}")
+    return images, labels
+
+
 def load_shapes3d_h5(path: str | Path, indices: Tensor | None = None, image_size: int | None = None) -> Shapes3DData:
     """The real `3dshapes.h5` (or a file of the same layout): all images, or those at `indices`, optionally resized."""
     import h5py
 
     with h5py.File(path, "r") as h5:
-        if "images" not in h5 or "labels" not in h5:
-            raise ValueError(f"{path}: not a Shapes3D file; need datasets 'images' and 'labels', found {sorted(h5)}")
-        images, labels = h5["images"], h5["labels"]
-        if images.dtype != "uint8" or images.ndim != 4 or images.shape[1:] != (REAL_IMAGE_SIZE, REAL_IMAGE_SIZE, 3):
-            raise ValueError(f"{path}: 'images' must be uint8 [N, 64, 64, 3], got {images.dtype} {images.shape}")
-        if labels.ndim != 2 or labels.shape != (images.shape[0], len(FACTORS)) or labels.dtype.kind != "f":
-            raise ValueError(f"{path}: 'labels' must be float [N, 6] with N = {images.shape[0]}, got {labels.shape}")
+        images, labels = _layout(h5, path)
         if indices is None:
             pixels, values = images[()], labels[()]
         else:

@@ -15,6 +15,7 @@ where the blocks are, for attribute-wise label dropout.
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Literal
 
 import torch
@@ -30,6 +31,7 @@ from conceptlab.data.shapes3d import (
     FACTORS,
     HUE_NAMES,
     SHAPE_NAMES,
+    check_shapes3d_h5,
     index_from_factors,
     load_shapes3d_h5,
     render_shapes3d,
@@ -48,7 +50,7 @@ class Shapes3DDataConfig(DataSection):
 
     kind: Literal["shapes3d"] = "shapes3d"
     source: Literal["render", "h5"] = Field("render", description="render: procedural; h5: the real file")
-    h5_path: str | None = Field(None, description="path of 3dshapes.h5 (source=h5)")
+    h5_path: str | None = Field(None, description="path of 3dshapes.h5 (source=h5; a leading ~ is your home folder)")
     attributes: list[Factor] = Field(default_factory=lambda: ["wall_hue", "shape"], min_length=1)
     fixed: dict[Factor, int] = Field(
         default_factory=lambda: {"floor_hue": 0, "wall_hue": 6, "object_hue": 3, "scale": 5, "shape": 0, "orientation": 7},
@@ -59,6 +61,11 @@ class Shapes3DDataConfig(DataSection):
     copies: int = Field(1, ge=1, description="times each combination is repeated in the training set")
     null_value: float = Field(0.0, description="prompt value of a dropped attribute (all-zero one-hot block)")
     data_seed: int = Field(0, ge=0)
+
+    @field_validator("h5_path")
+    @classmethod
+    def _home(cls, v: str | None) -> str | None:
+        return os.path.expanduser(v) if v else v
 
     @field_validator("attributes")
     @classmethod
@@ -122,6 +129,12 @@ class Shapes3DWorld:
         combos = list(itertools.product(*[range(len(self.levels[a])) for a in self.attributes]))
         self.classes = torch.tensor(combos, dtype=torch.long)  # [M, A] class of each attribute
         self._images: Tensor | None = None
+        if cfg.source == "h5":  # the file checked before any run folder is made, not when the first image is read
+            rows = check_shapes3d_h5(cfg.h5_path)
+            needed = int(index_from_factors(self.factors(self.classes)).max()) + 1
+            if rows < needed:
+                raise ValueError(f"data.h5_path {cfg.h5_path}: {rows:,} images, but this config's scenes need the "
+                                 f"full 3dshapes.h5 layout up to image {needed:,}")
 
     def factors(self, classes: Tensor) -> Tensor:
         """Shapes3D factor levels `[N, 6]` of attribute classes `[N, A]` (the other factors at their fixed level)."""

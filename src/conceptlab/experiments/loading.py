@@ -194,7 +194,14 @@ def _load_source(source: str, seen: tuple[str, ...] = (), folder: Path | None = 
         return data
     if not isinstance(parent, str) or not parent.strip():
         raise ConfigError(f"{shown(source)}: extends must be a preset name or a YAML path, got {shown(parent)}")
-    return deep_merge(_load_source(parent, seen + (label,), path.parent if is_file else None), data)
+    try:
+        base = _load_source(parent, seen + (label,), path.parent if is_file else None)
+    except ConfigError as err:
+        if str(err).startswith("extends cycle"):
+            raise
+        where = f"config file {shown(str(path))}" if is_file else label
+        raise ConfigError(f"{where} extends {shown(parent)}: {err}") from None
+    return deep_merge(base, data)
 
 
 def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:

@@ -50,13 +50,15 @@ from conceptlab.messages import one_line, shown
 from conceptlab.models.diffusion_model import DiffusionModel, build_model
 from conceptlab.models.unet import use_fused_attention
 from conceptlab.report.figures import plot_loss, plot_vlb_terms
-from conceptlab.report.save import save_figures, vector_formats
+from conceptlab.report.save import figures_wanted, save_figures, vector_formats
 from conceptlab.store.files import (
     SymlinkRefused,
     append_text,
+    cache_root,
     read_json,
     read_jsonl,
     read_tensors,
+    remove_stale_temps,
     write_json,
     write_parquet,
     write_tensors,
@@ -68,6 +70,7 @@ from conceptlab.train.checkpoints import (
     CheckpointIntegrityError,
     checkpoint_schedule,
     load_checkpoint,
+    training_state_meta,
 )
 from conceptlab.train.precision import resolve_bf16, resolve_device
 from conceptlab.train.trainer import TrainingData, iter_training, load_weights
@@ -124,14 +127,17 @@ class PreparedRun:
 
 def prepare_run(cfg: RunConfig) -> PreparedRun:
     """Every check a run makes before training, in order, each before what it guards is allocated: the figures'
-    vector formats (`CONCEPTLAB_VECTOR_FIGURES`), the memory the study's data and evaluation need (from the config
-    alone), the data-generating process, the whole memory estimate (the network sized on the meta device), the model
+    settings (`CONCEPTLAB_VECTOR_FIGURES`, `CONCEPTLAB_FIGURES`), the cache folder (writable), the memory the
+    study's data and evaluation need (from the config alone), the data-generating process, the whole memory estimate (the network sized on the meta device), the model
     (seeded as a run seeds it) and the study's own check. ConfigError (one line) on the first failure; the study's
     warnings (`config_warnings`) printed on stderr; `--dry-run` runs exactly this."""
-    try:  # the figures' formats (an environment variable), checked before the hours of training, not at their end
+    try:  # the figures' settings (environment variables), checked before the hours of training, not at their end
         vector_formats()
+        figures_wanted()
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    cache = cache_root()  # trained probes and classifiers are kept there once the model is trained: writable now
+    check_runs_dir(cache, "the cache folder ($CONCEPTLAB_CACHE, else ~/.cache/conceptlab: trained probes)")
     study = study_for(cfg.data.kind)
     needs = study_memory(cfg)
     check_memory(cfg, needs=needs)
@@ -351,11 +357,14 @@ def evaluate_run(cfg: RunConfig, run_dir: Path, dgp, model, console: Console | N
     figures = dict(summary.figures)
     log = _read_train_log(run)
     extra: dict[str, Any] = {}
+    draw = figures_wanted()  # CONCEPTLAB_FIGURES=none: no figure drawn
     if log is not None:
-        figures["loss.png"] = plot_loss(log)
+        if draw:
+            figures["loss.png"] = plot_loss(log)
         if has_vlb_terms(log):  # a VDM: when its reconstruction term stopped dominating the loss
             extra["reconstruction_phase"] = reconstruction_phase(log)
-            figures["vlb_terms.png"] = plot_vlb_terms(log, extra["reconstruction_phase"]["end"])
+            if draw:
+                figures["vlb_terms.png"] = plot_vlb_terms(log, extra["reconstruction_phase"]["end"])
     paths = save_figures(figures, run.figures)
     seconds.update(summary.seconds)
     seconds["summarize"] = time.perf_counter() - began - sum(summary.seconds.values())
@@ -387,6 +396,13 @@ def check_folder(cfg: RunConfig, run: RunFolder) -> list[dict[str, Any]]:
         by = "code of unknown version (a migrated folder)" if made_by is None else f"analysis versions {made_by}"
         raise RunFolderError(f"{run.root} was made by {by}; this code has {versions}: start a new run (its "
                              "results would mix both)")
+    try:  # refused here, before "resuming training from step …" is said
+        state = training_state_meta(run.train_state)
+    except CheckpointIntegrityError:  # a damaged state: the training stage says so, once this invocation is recorded
+        state = None
+    if state is not None and state.get("config_hash") != cfg.training_hash():
+        raise RunFolderError(f"{run.train_state} was saved under another training config than {run.config.name} "
+                             "gives now (was it edited?): put the training keys back, or start a new run with them")
     return earlier
 
 
@@ -417,6 +433,11 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     study, dgp, model = study_for(cfg.data.kind), prepared.dgp, prepared.model
     device = resolve_device(cfg.train.device)
     run.root.mkdir(parents=True, exist_ok=True)
+    # under the lock no write of this run is in flight, but a sweep's status.json, which its executor writes
+    stale = remove_stale_temps(run.root, keep=(run.status.name,))
+    if stale:
+        console.print(f"removed {stale} temporary file{'s' * (stale > 1)} an earlier invocation left mid-write",
+                      highlight=False, markup=False)
     if not run.config.is_file():
         write_text(run.config, config_to_yaml(cfg))
     data_summary = dgp.describe()

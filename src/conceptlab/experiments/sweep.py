@@ -291,6 +291,11 @@ def expand(source: str, overrides: list[str] | None = None, root: Path | None = 
             if _sets_key(text, key):
                 raise ConfigError(f"{where}: override {text!r} sets {key!r}, which the sweep varies (change the "
                                   f"axis instead)")
+    for text in spec.overrides:  # the spec's own overrides come before the axes, which would overrule them silently
+        for key in sorted(axis_keys):
+            if _sets_key(text, key):
+                raise ConfigError(f"{where}: the spec's override {text!r} sets {key!r}, which an axis of the sweep "
+                                  "varies (the axis would overrule it): remove it from overrides, or from the axis")
     try:
         base_cfg = load_config(spec.base, spec.overrides + overrides)
         same = not given or _same_setting(spec, overrides, given)
@@ -360,7 +365,7 @@ def _resolved_base(base: str) -> str:
     return str(Path(base).resolve()) if is_file_source(base) else base
 
 
-def _check_one_setting(sweep: Sweep) -> None:
+def check_root(sweep: Sweep) -> None:
     """ConfigError when `sweep.root` is a run folder, holds another sweep (its manifest names another), or holds
     this sweep run with command-line overrides that give another config than `sweep`'s (whatever the spec says now:
     editing it is allowed, renaming it is another sweep)."""
@@ -428,7 +433,7 @@ def write_manifest(sweep: Sweep) -> Path:
     line's) and the command line's alone, which a rerun from the folder applies again (`expand`). A root whose
     manifest records other command-line overrides (the spec run into it again with other ones) is refused: a sweep
     folder holds one setting."""
-    _check_one_setting(sweep)
+    check_root(sweep)
     sweep.root.mkdir(parents=True, exist_ok=True)
     _, text, _ = spec_text(sweep.source) if sweep.source else ("", "", None)
     if text and not (Path(sweep.source).is_dir() or Path(sweep.source).name == SPEC_COPY):

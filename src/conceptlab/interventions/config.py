@@ -160,7 +160,9 @@ class InterventionsConfig(StrictConfig):
     @classmethod
     def _no_boolean_codes(cls, v):
         """A boolean (YAML's true, yes, on) or a float (1.0) is no class code, though Python would read either as an
-        int."""
+        int. An empty list is refused: it reads as the default (the held-out classes) nowhere else."""
+        if isinstance(v, list) and not v:
+            raise ValueError("is empty: name at least one class code, or leave the key out for the held-out classes")
         if isinstance(v, list):
             for i, code in enumerate(v):
                 if isinstance(code, (bool, float)):

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from conceptlab.store.files import read_json, read_parquet, read_tensors, write_text
-from conceptlab.store.run_folder import RunFolder
+from conceptlab.store.run_folder import SUMMARY_UNREADABLE, RunFolder
 
 REPORT = "report.html"
 MAX_ROWS = 500  # rows shown per table (the Parquet file has them all)
@@ -334,7 +334,7 @@ def write_run_report(run_dir: Path) -> Path:
 
 
 CLAIMS_FILE = "controls_claims.json"  # written by the controls report (`conceptlab report SWEEP`)
-UNREADABLE = "done, summary unreadable"  # a sweep row whose summary.json is there but not JSON (a torn write)
+UNREADABLE = SUMMARY_UNREADABLE  # a sweep row whose summary.json is there but not JSON (a torn write)
 
 
 def claims_html(path: Path) -> str:
@@ -381,7 +381,7 @@ def sweep_report_html(sweep_root: Path) -> str:
         link = (f'<a href="{html.escape(entry["run_id"])}/{REPORT}">{html.escape(entry["run_id"])}</a>'
                 if report.is_file() else html.escape(entry["run_id"]))
         numbers = {}
-        if state == "done":
+        if state in ("done", UNREADABLE):
             try:
                 numbers = headline(RunFolder(folder).read_summary())
             except ValueError as err:  # a torn summary.json: the row says so, the other runs are still reported

@@ -4,7 +4,11 @@
 The vector formats written beside each PNG are PDF unless `CONCEPTLAB_VECTOR_FIGURES` says otherwise: a
 comma-separated list among `pdf` and `svg`, or empty for none (PNG only). A PDF with its fonts embedded costs more than
 the PNG beside it (a micro run's summary: 2.1 s of PDFs against 1.4 s of PNGs, docs/benchmarks.md); the test suite
-sets the variable empty and checks the vector files where they are the subject."""
+sets the variable empty and checks the vector files where they are the subject.
+
+`CONCEPTLAB_FIGURES=none` has runs draw no figures at all (the studies skip drawing them, `save_figures` writes
+none): for sweeps of many small runs whose figures nobody opens, where drawing them is most of a run's summary (a
+micro run's: ≈ 0.8 s of ≈ 1.2 s). The tests set it, and the tests of figures unset it (`figures` fixture)."""
 
 from __future__ import annotations
 
@@ -30,6 +34,20 @@ def vector_formats() -> tuple[str, ...]:
         raise ValueError(f"{VECTOR_ENV}={value!r}: unknown format {unknown[0][1:]!r} (choose among "
                          f"{', '.join(f[1:] for f in VECTOR_FORMATS)}, comma-separated, or leave it empty for PNG only)")
     return formats
+
+
+FIGURES_ENV = "CONCEPTLAB_FIGURES"
+
+
+def figures_wanted() -> bool:
+    """False when `CONCEPTLAB_FIGURES` is `none` (runs draw no figures), True when it is unset or `all`; any other
+    value raises ValueError naming the variable."""
+    value = os.environ.get(FIGURES_ENV)
+    if value is None or value.strip().lower() in ("", "all"):
+        return True
+    if value.strip().lower() == "none":
+        return False
+    raise ValueError(f"{FIGURES_ENV}={value!r}: choose all (the default: every run draws its figures) or none")
 
 
 def save_figure(fig, path: Path, dpi: int = DPI, vector: tuple[str, ...] | None = None,
@@ -62,10 +80,13 @@ def save_figure(fig, path: Path, dpi: int = DPI, vector: tuple[str, ...] | None 
 def save_figures(figures: Mapping[str, object], folder: Path, dpi: int = DPI) -> list[Path]:
     """Write each figure (file name → figure) into `folder`, a folder the package owns (vector files of formats no
     longer written are removed); returns the PNG paths in the mapping's order. Every figure is closed, also when
-    one cannot be written (the error is raised); an unknown vector format is refused before any is written."""
+    one cannot be written (the error is raised); an unknown vector format is refused before any is written. Under
+    `CONCEPTLAB_FIGURES=none` none is written (and none returned)."""
     import matplotlib.pyplot as plt
 
     try:
+        if not figures_wanted():
+            return []
         vector = vector_formats()
         return [save_figure(fig, Path(folder) / name, dpi, vector, remove_stale=True) for name, fig in figures.items()]
     finally:

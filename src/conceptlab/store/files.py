@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import stat
 import sys
@@ -57,6 +58,23 @@ def _new_temp(path: Path) -> str:
         os.close(fd)
         return tmp
     raise FileExistsError(f"could not create a temporary file beside {path}")  # pragma: no cover
+
+
+_TEMP_NAME = re.compile(r"^\..+\.[0-9a-f]{12}$")  # `_new_temp`'s names: .<file name>.<12 hex digits>
+
+
+def remove_stale_temps(folder: Path, keep: tuple[str, ...] = ()) -> int:
+    """Delete the temp files of atomic writes (`_new_temp`) under `folder` and return how many: a write killed
+    between creating its temp and renaming it (SIGKILL, a lost machine) leaves one. Only for a folder no other
+    process writes in (a run folder under its lock), but for the files named in `keep`, whose temps are left."""
+    removed = 0
+    for path in Path(folder).rglob(".*"):
+        if any(path.name.startswith(f".{name}.") for name in keep):
+            continue
+        if _TEMP_NAME.match(path.name) and path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def _atomic(path: Path, write) -> Path:

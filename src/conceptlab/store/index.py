@@ -48,7 +48,7 @@ import yaml
 
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import yaml_without_aliases
-from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder
+from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder, status_state
 
 TABLES = {
     "concept_space": "concept_space.parquet",
@@ -142,9 +142,7 @@ def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dic
     config = config if isinstance(config, dict) else {}
     summary = summary if isinstance(summary, dict) else None
     status = status if isinstance(status, dict) else {}
-    state = "done" if summary is not None else _scalar(status.get("state", "incomplete"))
-    if state == "done" and summary is None:
-        state = "incomplete"
+    state = "done" if summary is not None else _scalar(status_state(status, "incomplete"))
     row: dict[str, Any] = {
         "run_id": run_dir.relative_to(root).as_posix() if run_dir != root else run_dir.name,
         "status": state,

@@ -160,17 +160,16 @@ class RunFolder:
     def state(self) -> tuple[str, str | None]:
         """(state, last error line) as `sweep status` and a sweep's report show it: done (summary written), failed,
         running, queued, interrupted (a status "done" without a summary, or "running" by a process on this host that
-        is gone: a dead local worker), pending (never started, or no readable status)."""
+        is gone: a dead local worker), pending (never started, or no readable status), and `SUMMARY_UNREADABLE`: a
+        summary.json that does not read (a torn write), its error naming the file and how to write it again."""
         if self.is_complete():
+            try:
+                self.read_summary()
+            except (ValueError, OSError) as err:
+                return SUMMARY_UNREADABLE, f"{err}; `conceptlab resume {self.root}` writes it again"
             return "done", None
         status = self.read_status()
-        state = str(status.get("state", "pending"))
-        if state == "done":
-            state = "interrupted"
-        if state == "running" and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
-            if not _pid_alive(status.get("pid")):
-                state = "interrupted"
-        return state, status.get("error")
+        return status_state(status, "pending"), status.get("error")
 
     def format_version(self) -> int:
         """The folder's layout version: `FORMAT` for folders with a provenance record, 1 before."""
@@ -273,6 +272,22 @@ class RunFolder:
 
     def figure(self, name: str) -> Path:
         return self.figures / name
+
+
+SUMMARY_UNREADABLE = "done, summary unreadable"  # the state of a run whose summary.json is there but not JSON
+
+
+def status_state(status: dict, missing: str) -> str:
+    """The state a run folder's status.json says, for a run without a readable summary (`missing`: the state of
+    one without status): "done" is interrupted (the summary is what finishes a run), and "running" by a process of
+    this host (not a SLURM job) that is gone is interrupted (a killed local worker or `conceptlab run`)."""
+    state = str(status.get("state", missing))
+    if state == "done":
+        return "interrupted"
+    if state == "running" and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
+        if not _pid_alive(status.get("pid")):
+            return "interrupted"
+    return state
 
 
 def _pid_alive(pid) -> bool:

@@ -580,6 +580,7 @@ def _order_spearman(size: dict[str, float], times: pd.Series) -> float | None:
 def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: dict) -> Summary:
     """The pieces collected into `abstractions.parquet` and `commitment.parquet`, the figure and the summary."""
     from conceptlab.report.abstraction_figures import plot_abstractions
+    from conceptlab.report.save import figures_wanted
 
     a = cfg.eval.abstractions
     curves, commits = [], []
@@ -632,9 +633,10 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
     signal_rho = {m: _order_spearman(signal, wide[m]) for m in MEASURES}
 
     at_final = table[table["step"] == final]
-    fig = plot_abstractions(trained_table[trained_table["step"] == final], last,
-                            title=f"Commitment along generation time, final checkpoint (step {final})",
-                            controls=at_final[at_final["source"] != "trained"])
+    figures = {"abstractions.png": plot_abstractions(
+        trained_table[trained_table["step"] == final], last,
+        title=f"Commitment along generation time, final checkpoint (step {final})",
+        controls=at_final[at_final["source"] != "trained"])} if figures_wanted() else {}
     conditional = read_json(run.step_file(DIRECTORY, final, "conditional", ".json"))
 
     def r(x: float) -> float | None:
@@ -683,7 +685,7 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
         fields["commitment_order_claimed"] = {  # the order among attributes whose curve departs from every control
             m: [att for att in orders[m] if departs.get(m, {}).get(att, True)] for m in MEASURES}
     return Summary(fields, tables={"abstractions": table[COLUMNS + ["source"]], "commitment": commit_all},
-                   figures={"abstractions.png": fig})
+                   figures=figures)
 
 
 # -- the study ----------------------------------------------------------------------------------------------------

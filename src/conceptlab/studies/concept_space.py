@@ -110,10 +110,14 @@ def probe_range_warnings(cfg) -> list[str]:
 def run_figures(cfg, run: RunFolder, table: pd.DataFrame, times: pd.DataFrame | None = None,
                 value_names: dict | None = None) -> dict[str, Any]:
     """Accuracy over training (learning times marked where the rule puts them), concept space (with the last
-    generations as thumbnails) and samples by checkpoint (columns named by class)."""
+    generations as thumbnails) and samples by checkpoint (columns named by class); none under
+    `CONCEPTLAB_FIGURES=none`."""
     from conceptlab.report.figures import plot_accuracy, plot_concept_space, plot_samples
     from conceptlab.report.names import class_label, class_names_of
+    from conceptlab.report.save import figures_wanted
 
+    if not figures_wanted():
+        return {}
     classes = list(dict.fromkeys(table.sort_values("class")["class"]))
     concepts = list(dict.fromkeys(table["concept"]))
     samples_path = run.file(SAMPLES_FILE)

@@ -330,14 +330,18 @@ def emergence_figures(
     cfg, run: RunFolder, table: pd.DataFrame, best: pd.DataFrame, concept_table: pd.DataFrame,
     emergence: dict[str, Any],
 ) -> dict[str, Any]:
-    """Scores vs step, trajectory with turn (+ ODE fit) per target, and samples per variant (file name → figure)."""
+    """Scores vs step, trajectory with turn (+ ODE fit) per target, and samples per variant (file name → figure);
+    none under `CONCEPTLAB_FIGURES=none`."""
     from conceptlab.analysis.phenomenology import GatedFlowParams, params_at_bounds, simulate
     from conceptlab.report.emergence_figures import plot_intervention_scores, plot_trajectory_turn
     from conceptlab.report.figures import plot_samples
 
     from conceptlab.report.names import intervention as intervention_name
+    from conceptlab.report.save import figures_wanted
     from conceptlab.store.files import read_json
 
+    if not figures_wanted():
+        return {}
     targets = emergence["targets"]
     steps_by = {t: e["emergence_step"] for t, e in targets.items()}
     target_names = {t: e.get("name") or t for t, e in targets.items()}

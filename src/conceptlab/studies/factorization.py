@@ -695,6 +695,8 @@ class FactorizationStudy(StudyBase):
             return StepResult(table, info=info)
 
         def summarize() -> Summary:
+            from conceptlab.report.save import figures_wanted
+
             acc = read_step_tables(run, "composition")
             acc.insert(0, "run", run.name)
             geo_table = read_step_tables(run, "geometry")
@@ -712,8 +714,8 @@ class FactorizationStudy(StudyBase):
                 control_table.insert(0, "run", run.name)
                 tables["geometry_controls"] = control_table
                 fields["controls"] = control_fields(control_table)
-            figs = figures(cfg, acc, geo_table, cloud, topo, samples)
-            if "controls" in fields:
+            figs = figures(cfg, acc, geo_table, cloud, topo, samples) if figures_wanted() else {}
+            if "controls" in fields and figures_wanted():
                 figs["controls.png"] = controls_figure(control_table, f"{cfg.name} ({run.name}), step {final_step}")
             return Summary(
                 fields=fields,

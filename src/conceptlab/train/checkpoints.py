@@ -172,15 +172,27 @@ def load_training_state(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, 
     return tensors, sidecar
 
 
-def training_state_step(path: Path) -> int:
-    """The step a saved training state has reached (0 if none), read from its metadata without loading tensors."""
+def training_state_meta(path: Path) -> dict[str, Any] | None:
+    """A saved training state's sidecar (its step, the hash of the training config it was saved under, …), read
+    without loading tensors; None when there is none."""
     path = Path(path)
     if not path.is_file():
-        return 0
+        return None
     try:
         with safe_open(str(path), framework="numpy") as handle:  # its metadata only: no tensor is read
-            return int(_state_meta(path, handle)["step"])
+            return _state_meta(path, handle)
     except CheckpointIntegrityError:
         raise
     except Exception as err:
         raise CheckpointIntegrityError(f"training state {path} is not readable ({err})") from None
+
+
+def training_state_step(path: Path) -> int:
+    """The step a saved training state has reached (0 if none), read from its metadata without loading tensors."""
+    meta = training_state_meta(path)
+    if meta is None:
+        return 0
+    try:
+        return int(meta["step"])
+    except (KeyError, ValueError, TypeError):
+        raise CheckpointIntegrityError(f"training state {path} has no readable step in its metadata") from None

@@ -125,3 +125,57 @@ def test_a_kill_right_after_a_checkpoints_training_state_is_saved_loses_no_train
     assert [s for s, _ in _log(tmp_path / "run")] == [1, 2]
     run_experiment(cfg, tmp_path / "run", progress=False, console=QUIET)
     assert _log(tmp_path / "run") == _log(finished)  # every step once, the resumed losses the uninterrupted ones
+
+
+def test_temp_files_a_killed_write_left_are_removed_when_the_run_continues(tmp_path, finished):
+    """An atomic write killed between its temp file and the rename (SIGKILL) left `.<name>.<12 hex>` beside the run's
+    files for good; the next invocation, holding the folder's lock, removes them and says so — but a temp of
+    status.json, which a sweep's executor writes without that lock, and a user's own hidden file stay."""
+    from io import StringIO
+
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    (run / "summary.json").unlink()
+    stale = [run / ".summary.json.0123456789ab", run / "checkpoints" / ".step_000004.safetensors.a1b2c3d4e5f6"]
+    kept = [run / ".status.json.0123456789ab", run / ".my-notes", run / ".notes.txt.0123456789"]
+    for path in stale + kept:
+        path.write_text("half")
+    out = StringIO()
+    run_experiment(load_config("micro", STEPS), run, progress=False, console=Console(file=out, width=200))
+    assert not any(p.exists() for p in stale) and all(p.exists() for p in kept)
+    assert "removed 2 temporary files an earlier invocation left mid-write" in out.getvalue()
+    assert (run / "summary.json").is_file()
+
+
+def test_a_config_edited_under_a_saved_training_state_is_refused_before_resuming(tmp_path, monkeypatch):
+    """`conceptlab resume` on a run whose config.yaml was edited in a training key printed "resuming training from
+    step 2" and then failed deep in the trainer (an audit, 2026-12-07); it is refused first, in one line naming the
+    state file, and the folder is left as it was."""
+    import yaml
+
+    cfg = load_config("micro", STEPS)
+
+    class Killed(BaseException):
+        pass
+
+    saved = trainer.save_training_state
+
+    def save_then_die(path, tensors, sidecar):
+        saved(path, tensors, sidecar)
+        if sidecar["step"] == 2:
+            raise Killed
+
+    with monkeypatch.context() as crashing:
+        crashing.setattr(trainer, "save_training_state", save_then_die)
+        with pytest.raises(Killed):
+            run_experiment(cfg, tmp_path / "run", progress=False, console=QUIET)
+    config = tmp_path / "run" / "config.yaml"
+    edited = yaml.safe_load(config.read_text())
+    edited["train"]["lr"] = edited["train"]["lr"] * 2
+    config.write_text(yaml.safe_dump(edited))
+    log = (tmp_path / "run" / "train_log.jsonl").read_text()
+    result = CliRunner().invoke(app, ["resume", str(tmp_path / "run"), "--no-progress", "--threads", "1"])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "resuming" not in text and "was saved under another training config than config.yaml" in text, text
+    assert (tmp_path / "run" / "train_log.jsonl").read_text() == log

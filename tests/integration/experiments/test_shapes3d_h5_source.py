@@ -79,3 +79,31 @@ def test_micro_run_on_the_h5_source_trains_its_classifier_on_the_file(h5_file, t
     (run_dir,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["classifier_trained_on"] == "h5" and json.loads((run_dir / "data.json").read_text())["source"] == "h5"
+
+
+@pytest.mark.parametrize("make", ["missing", "not-hdf5", "other-layout", "too-few-rows"])
+def test_a_bad_h5_path_is_refused_before_the_run_folder_is_made(make, tmp_path):
+    path = tmp_path / "3dshapes.h5"
+    if make == "not-hdf5":
+        path.write_text("not an HDF5 file\n")
+    elif make == "other-layout":
+        with h5py.File(path, "w") as h5:
+            h5.create_dataset("pixels", data=np.zeros((2, 64, 64, 3), dtype="uint8"))
+    elif make == "too-few-rows":  # the layout, but a subset of the rows: the world's scenes lie past its end
+        with h5py.File(path, "w") as h5:
+            h5.create_dataset("images", data=np.zeros((10, 64, 64, 3), dtype="uint8"))
+            h5.create_dataset("labels", data=np.zeros((10, 6), dtype="float64"))
+    result = CliRunner().invoke(app, ["run", "abstractions-micro", "data.source=h5", f"data.h5_path={path}",
+                                      "--runs-dir", str(tmp_path / "runs"), "--no-progress"])
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())  # rich wraps long paths
+    assert line.startswith("error:") and {"missing": "no such file", "not-hdf5": "not an HDF5 file",
+                                          "other-layout": "need datasets 'images' and 'labels'",
+                                          "too-few-rows": "10 images"}[make] in line, result.output
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_a_leading_tilde_in_h5_path_is_the_home_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = load_config("abstractions-micro", ["data.source=h5", "data.h5_path=~/3dshapes.h5"])
+    assert cfg.data.h5_path == str(tmp_path / "3dshapes.h5")

@@ -38,6 +38,20 @@ def test_yaml_file_source(tmp_path):
     assert cfg.name == "mine" and cfg.train.steps == 3 and cfg.data.images_per_class == 64
 
 
+def test_a_missing_parent_is_named_with_the_file_that_extends_it(tmp_path):
+    """`extends: missing.yaml` said only that the missing file does not exist, not which config asked for it."""
+    (tmp_path / "a.yaml").write_text("extends: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("extends: gone.yaml\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(str(tmp_path / "a.yaml"))
+    message = str(err.value)
+    assert "a.yaml' extends 'b.yaml'" in message and "b.yaml' extends 'gone.yaml'" in message, message
+    assert "gone.yaml' does not exist" in message and "\n" not in message
+    (tmp_path / "c.yaml").write_text("extends: no-such-preset\n")
+    with pytest.raises(ConfigError, match="c.yaml' extends 'no-such-preset': unknown preset 'no-such-preset'"):
+        load_config(str(tmp_path / "c.yaml"))
+
+
 @pytest.mark.parametrize(
     "overrides, fragment",
     [
@@ -48,6 +62,7 @@ def test_yaml_file_source(tmp_path):
         (["data.concepts=[color, smell]"], "data.concepts.1"),
         (["steps"], "must look like key=value"),
         (["train.steps.x=1"], "train.steps is a value"),
+        (["eval.interventions.targets=[]"], "bad value for eval.interventions.targets: [] (is empty: name at least one class code"),
     ],
 )
 def test_bad_input_is_one_clear_line(overrides, fragment):

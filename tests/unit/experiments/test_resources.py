@@ -83,7 +83,8 @@ def test_a_run_over_the_cap_is_refused_naming_its_keys_and_values(monkeypatch):
     assert "needs about" in line and "1.00 GB" in line and "data.images_per_class=100000" in line
     assert "\n" not in line
     monkeypatch.setenv(CAP_ENV, "100")
-    assert check_memory(load_config("micro")).peak < 2e9
+    estimate = check_memory(load_config("micro"))  # but for this process's own memory, which earlier tests grew
+    assert estimate.peak - estimate.parts["runtime"] < 1e9, estimate
 
 
 def test_the_largest_evaluation_pass_is_the_one_a_cpu_run_samples(monkeypatch):

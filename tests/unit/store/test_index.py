@@ -192,3 +192,33 @@ def test_odd_tables_keys_and_nulls_read_as_any_other(toy_store):
     result = CliRunner().invoke(app, ["runs", "query", "--root", str(toy_store),
                                       "SELECT 1::INT AS a UNION ALL SELECT NULL ORDER BY a"])
     assert result.exit_code == 0 and result.output.split() == ["a", "1", "—"], result.output
+
+
+def test_a_killed_local_worker_and_a_torn_summary_read_the_same_in_runs_ls_and_sweep_status(toy_store):
+    """`runs ls` said "running" for a run whose local worker was killed, where `sweep status` said "interrupted";
+    and a torn summary.json was "done" to `sweep status` (an audit, 2026-12-07). Both commands now read one rule
+    (`store.run_folder.status_state`): the killed worker's run is interrupted in both, and the torn summary is
+    `done, summary unreadable` to the state, whose error says how to write it again."""
+    import socket
+    import subprocess
+
+    from conceptlab.store.run_folder import SUMMARY_UNREADABLE, RunFolder
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process id of this host that no process holds now
+    killed = toy_store / "0001-unfinished"
+    (killed / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(),
+                                                    "pid": gone.pid}))
+    assert RunFolder(killed).state() == ("interrupted", None)
+    with open_store(toy_store) as store:
+        runs = store.runs().set_index("run_id")
+    assert runs.loc["0001-unfinished", "status"] == "interrupted"
+    (killed / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(),
+                                                    "pid": gone.pid, "slurm_job": "7"}))  # a SLURM job: its word
+    assert RunFolder(killed).state()[0] == "running"
+    torn = toy_store / "sweep" / "run-0-0"
+    (torn / "summary.json").write_text('{"learning')
+    state, error = RunFolder(torn).state()
+    assert state == SUMMARY_UNREADABLE and "summary.json is not valid JSON" in error
+    assert f"conceptlab resume {torn}" in error
+    assert RunFolder(toy_store / "sweep" / "run-0-1").state() == ("done", None)
