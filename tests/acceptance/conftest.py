@@ -19,7 +19,7 @@ from conceptlab.experiments.sweep import SEED_KEYS
 
 
 @pytest.fixture(autouse=True)
-def _one_thread_and_shared_cache(tmp_path_factory, monkeypatch):
+def _one_thread_and_shared_cache(tmp_path_factory, monkeypatch, figures):  # and figures drawn, as a user's runs do
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     base = tmp_path_factory.getbasetemp()
     session = base.parent if worker else base  # under xdist each worker's basetemp sits in the session's folder

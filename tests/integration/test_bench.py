@@ -172,25 +172,27 @@ def test_the_startup_bench_times_fresh_processes_against_another_commits_source(
     assert "startup-" not in listed, listed  # its worktree removed
 
 
-def test_the_figures_bench_prints_both_sides_and_the_ratio_in_process(monkeypatch, capsys, probe_cache):
+@pytest.mark.parametrize("sides", ["vector", "none"])
+def test_the_figures_bench_prints_both_sides_and_the_ratio_in_process(sides, monkeypatch, capsys, probe_cache):
     """bench/figures.py in this process (its one micro run and two summaries, ≈ 8 s; a fresh process would add ≈ 5 s
-    of imports), with the test suite's PNG-only setting and the thread count given back afterwards."""
+    of imports), with the test suite's figure settings and the thread count given back afterwards."""
     import runpy
 
     import torch
 
-    monkeypatch.setattr(sys, "argv", ["figures.py", "--quick", "--reps", "1", "--threads", "1"])
+    monkeypatch.setattr(sys, "argv", ["figures.py", "--quick", "--reps", "1", "--threads", "1", "--sides", sides])
     monkeypatch.syspath_prepend(str(BENCH))
-    before = os.environ.get("CONCEPTLAB_VECTOR_FIGURES")
+    before = {k: os.environ.get(k) for k in ("CONCEPTLAB_VECTOR_FIGURES", "CONCEPTLAB_FIGURES")}
     threads = torch.get_num_threads()
     try:
         runpy.run_path(str(BENCH / "figures.py"), run_name="__main__")
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
-    assert os.environ.get("CONCEPTLAB_VECTOR_FIGURES") == before
+    assert {k: os.environ.get(k) for k in before} == before
     assert out.startswith("cpu: ") and " UTC, commit " in out, out
-    assert "preset micro: 6 figures a summary" in out, out
+    assert "preset micro: 6 figures a summary" in out, out  # the run itself draws them, whatever the sides
+    assert ("ours: no figures" in out) == (sides == "none"), out
     for side in ("reference", "ours"):
         assert re.search(rf"^{side} +s/summary: " + SPREAD.pattern, out, re.M), out
     assert len(RATIO.findall(out)) == 1, out

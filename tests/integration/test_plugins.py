@@ -50,7 +50,7 @@ def test_the_ring_worlds_reader_recovers_the_angle_of_ground_truth_renders():
     assert torch.isfinite(read_angle(blank)).all()
 
 
-def test_a_new_data_kind_runs_end_to_end_through_the_cli_and_its_table_is_queryable(tmp_path):
+def test_a_new_data_kind_runs_end_to_end_through_the_cli_and_its_table_is_queryable(tmp_path, figures):
     config = _write(tmp_path / "ring.yaml", RING)
     result = runner.invoke(app, ["run", config, "--runs-dir", str(tmp_path / "runs"), "--no-progress",
                                  "--threads", "1"])

@@ -19,7 +19,7 @@ def _probe_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.mark.slow
-def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_path):
+def test_micro_run_writes_tables_summary_and_figure_then_resumes_one_piece(tmp_path, figures):
     result = runner.invoke(app, ["run", "abstractions-micro", "--runs-dir", str(tmp_path), "--no-progress",
                                  "--threads", "1"])
     assert result.exit_code == 0, result.output

@@ -12,7 +12,7 @@ runner = CliRunner()
 
 
 @pytest.mark.slow
-def test_bumps_micro_run_end_to_end(tmp_path):
+def test_bumps_micro_run_end_to_end(tmp_path, figures):
     result = runner.invoke(app, ["run", "bumps-micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])
     assert result.exit_code == 0, result.output
     (run_dir,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]

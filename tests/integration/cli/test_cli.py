@@ -45,7 +45,7 @@ def test_an_unknown_vector_figure_format_is_refused_before_any_work(tmp_path, mo
 
 
 @pytest.mark.slow
-def test_micro_run_end_to_end_then_show_and_resume(tmp_path):
+def test_micro_run_end_to_end_then_show_and_resume(tmp_path, figures):
     result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])
     assert result.exit_code == 0, result.output
     (run_dir,) = [p for p in tmp_path.iterdir() if not p.name.startswith(".")]

@@ -29,7 +29,7 @@ def _probe_cache(tmp_path_factory, monkeypatch):
 
 
 @pytest.mark.slow
-def test_micro_run_with_every_intervention_then_a_foreign_checkpoint_is_refused(tmp_path):
+def test_micro_run_with_every_intervention_then_a_foreign_checkpoint_is_refused(tmp_path, figures):
     args = ["run", "micro", *INTERVENTIONS, "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output

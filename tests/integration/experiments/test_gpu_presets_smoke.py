@@ -49,7 +49,7 @@ PRESETS = {
 
 
 @pytest.fixture(autouse=True)
-def _private_probe_cache(tmp_path_factory, monkeypatch):
+def _private_probe_cache(tmp_path_factory, monkeypatch, figures):  # and the figures drawn: the whole path
     monkeypatch.setenv("CONCEPTLAB_CACHE", str(tmp_path_factory.getbasetemp() / "probe-cache"))
 
 

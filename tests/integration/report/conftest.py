@@ -14,14 +14,15 @@ MICRO_SWEEP = {
 
 @pytest.fixture(scope="session")
 def micro_run(tmp_path_factory, probe_cache):
-    """A finished `micro` run folder (TensorBoard on, the default), with its report and, as outside the tests, a
-    PDF beside each figure (the report links them)."""
+    """A finished `micro` run folder (TensorBoard on, the default), with its report and, as outside the tests, its
+    figures, each with a PDF beside it (the report links them)."""
     from conceptlab.experiments.loading import load_config
     from conceptlab.experiments.runner import run_experiment
 
     run_dir = tmp_path_factory.mktemp("report-run") / "0001-micro"
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("CONCEPTLAB_VECTOR_FIGURES", raising=False)
+        patch.delenv("CONCEPTLAB_FIGURES", raising=False)
         run_experiment(load_config("micro"), run_dir, progress=False)
     return run_dir
 

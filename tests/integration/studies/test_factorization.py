@@ -43,7 +43,7 @@ def _perfect_sampler(dgp):
     return sample
 
 
-def test_ground_truth_generations_score_one_and_geometry_rows_exist(tmp_path, monkeypatch):
+def test_ground_truth_generations_score_one_and_geometry_rows_exist(tmp_path, monkeypatch, figures):
     cfg, dgp, model = _setup(tmp_path)
     monkeypatch.setattr(model, "sample", _perfect_sampler(dgp))
     summary, seconds = evaluate_run(cfg, tmp_path, dgp, model, progress=False)
@@ -132,7 +132,7 @@ def test_refine_grid_inserts_labels_between_neighbours_and_wraps_on_a_torus():
         factorization.refine_grid(lattice, 0)
 
 
-def test_homology_over_training_adds_betti_numbers_per_checkpoint_on_the_refined_grid(tmp_path, monkeypatch):
+def test_homology_over_training_adds_betti_numbers_per_checkpoint_on_the_refined_grid(tmp_path, monkeypatch, figures):
     data = {"kind": "bumps", "image": "bump", "image_size": 8, "periodic": True}
     geometry = {"labels": 256, "label_density": 2, "homology_over_training": True, "homology_points": 256,
                 "homology_landmarks": 60, "homology_dims": 4, "betti_rule": "hybrid"}

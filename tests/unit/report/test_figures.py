@@ -208,7 +208,8 @@ def test_save_figure_writes_png_and_a_vector_pdf(tmp_path, vector_figures):
     assert b"<svg" in svg.with_suffix(".svg").read_bytes()[:500]
 
 
-def test_vector_formats_follow_the_environment_and_a_figure_saved_again_leaves_no_stale_vector(tmp_path, monkeypatch):
+def test_vector_formats_follow_the_environment_and_a_figure_saved_again_leaves_no_stale_vector(tmp_path, monkeypatch,
+                                                                                            figures):
     from conceptlab.report.save import save_figures, vector_formats
 
     figures = tmp_path / "figures"
