@@ -40,8 +40,8 @@ import pytest
 # tests, SLURM tasks) inherit it. The tests whose subject is the vector files set it back (`vector_figures`).
 os.environ["CONCEPTLAB_VECTOR_FIGURES"] = ""  # whatever the caller's shell exports
 # Runs draw no figures (CONCEPTLAB_FIGURES=none) but in the tests whose subject they are (`figures` fixture) and the
-# findings tests: a small run's figures are ≈ 0.8 s of its ≈ 1.2 s summary, ≈ 125 of ≈ 1,850 CPU-seconds of
-# `make test` over its ≈ 160 runs (2026-12-07).
+# findings tests: a micro run's summary takes 0.96 s with its figures and 0.15 s without (bench/figures.py --sides
+# none), ≈ 125 of ≈ 1,850 CPU-seconds of `make test` over its ≈ 160 runs (2026-12-07, docs/benchmarks.md).
 os.environ["CONCEPTLAB_FIGURES"] = "none"
 
 TIMELINE_ENV = "CONCEPTLAB_TEST_TIMELINE"

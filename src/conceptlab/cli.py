@@ -239,8 +239,13 @@ def _execute(cfg, run_dir: Path, progress: bool, prepared=None) -> None:
     except OSError as err:  # a full disk, a refused symlink, a permission: the run stops, its folder keeps what it has
         _fail(f"{run_dir}: {err}", code=1)
     except KeyboardInterrupt:  # Ctrl-C: the run's folder keeps its last saved state (train state, finished evals)
-        err_console.print(f"interrupted: {escape(str(run_dir))} keeps its last saved state; continue it with "
-                          f"`conceptlab resume {escape(shlex.quote(str(run_dir)))}`", highlight=False, soft_wrap=True)
+        if (run_dir / "config.yaml").is_file():
+            err_console.print(f"interrupted: {escape(str(run_dir))} keeps its last saved state; continue it with "
+                              f"`conceptlab resume {escape(shlex.quote(str(run_dir)))}`", highlight=False,
+                              soft_wrap=True)
+        else:  # stopped before the run wrote its config: nothing to continue
+            err_console.print(f"interrupted before {escape(str(run_dir))} held anything to continue", highlight=False,
+                              soft_wrap=True)
         raise typer.Exit(code=130) from None
     _print_summary(summary, run_dir)
 
@@ -381,7 +386,8 @@ def _print_summary(summary: dict, run_dir: Path) -> None:
     _print_code(summary.get("provenance"))
     if "disk_bytes" in summary:
         console.print(f"disk: {summary['disk_bytes'] / 1e6:.1f} MB in {run_dir}", markup=False)
-    console.print("figures: " + ", ".join(str(run_dir / f) for f in summary.get("figures", [])), markup=False)
+    if summary.get("figures"):  # none drawn under CONCEPTLAB_FIGURES=none
+        console.print("figures: " + ", ".join(str(run_dir / f) for f in summary["figures"]), markup=False)
 
 
 def _print_code(made_by) -> None:
@@ -1221,7 +1227,7 @@ def sweep(
     evaluation train once: the others evaluate that training's checkpoints (their training.json says where from).
     Rerun from its folder, a sweep gets the base and overrides it was run with; other overrides are refused there."""
     from conceptlab.experiments.executors import ExecutorError, make_executor, with_slurm_options
-    from conceptlab.experiments.runner import check_runs_dir
+    from conceptlab.experiments.runner import check_cache, check_runs_dir
     from conceptlab.experiments.sweep import check_root, check_sweep_memory, expand, run_sweep
 
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
@@ -1237,6 +1243,8 @@ def sweep(
         check_runs_dir(plan.root, "--root" if root is not None else "the sweep root")  # writes nothing
         check_root(plan)  # a run folder, another sweep's folder, or this one's under other overrides: refused
         check_sweep_memory(plan)
+        for kind_ in dict.fromkeys(r.config.data.kind for r in plan.runs):  # a sweep may train the probe itself first
+            check_cache(next(r.config for r in plan.runs if r.config.data.kind == kind_))
     except (ConfigError, ValueError) as err:
         _fail(str(err))
     kind = executor or plan.spec.executor.kind
@@ -1267,8 +1275,15 @@ def sweep(
     except (ExecutorError, ConfigError) as err:
         _fail(str(err))
     except KeyboardInterrupt:  # Ctrl-C: finished runs are kept, the others resume from their last saved state
-        err_console.print(f"interrupted: {escape(str(plan.root))} keeps every finished run and each other run's last "
-                          "saved state; run the same command again to continue", highlight=False, soft_wrap=True)
+        root_text = escape(shlex.quote(str(plan.root)))
+        if kind == "slurm":  # only the waiting stopped: the job array is SLURM's
+            err_console.print(f"interrupted: stopped waiting; the submitted jobs keep running (`conceptlab sweep "
+                              f"status {root_text}` follows them, `scancel` stops them)", highlight=False,
+                              soft_wrap=True)
+        else:
+            err_console.print(f"interrupted: {escape(str(plan.root))} keeps every finished run and each other run's "
+                              "last saved state; run the same command again to continue", highlight=False,
+                              soft_wrap=True)
         raise typer.Exit(code=130) from None
     console.print(
         f"{result['runs']} runs: {result['skipped']} already complete, {result['done']} done now"
@@ -1326,8 +1341,9 @@ def _sweep_root(target: str) -> Path:
 def sweep_status_cmd(
     target: str = typer.Argument(..., help="a sweep folder, sweep spec file or shipped sweep name"),
 ) -> None:
-    """Show each run of a sweep as done / running / queued / failed (with its last error line) / pending, and how far
-    an unfinished run got (its training step and the time left at its own rate, or the checkpoints evaluated)."""
+    """Show each run of a sweep as done / running / queued / failed (with its last error line) / interrupted / done
+    (summary unreadable) / pending, and how far an unfinished run got (its training step and the time left at its
+    own rate, or the checkpoints evaluated)."""
     from conceptlab.experiments.sweep_state import sweep_status
 
     try:

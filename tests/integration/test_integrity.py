@@ -29,6 +29,7 @@ from conceptlab.cli import app
 from conceptlab.experiments.loading import load_config
 from conceptlab.experiments.runner import run_experiment
 from conceptlab.store.files import read_tensors
+from conceptlab.store.run_folder import SUMMARY_UNREADABLE
 
 runner = CliRunner()
 MICRO = ["eval.interventions.samples=2", "eval.interventions.over_prompting.scales=[0.5]",
@@ -121,7 +122,8 @@ FILES = {
     "provenance": "provenance.json", "data.json": "data.json", "config.yaml": "config.yaml",
 }
 # `runs ls` columns read from a run folder's file: where the store leaves that file out (with a warning), the run's
-# cells there are left out ("—"; the status "incomplete"), and only there
+# cells there are left out ("—"; the status, from a summary that does not read, "done (summary unreadable)", as
+# `sweep status` says), and only there
 FROM_FILE = {"summary.json": lambda column: column == "status" or column.startswith("learning_time_"),
              "config.yaml": lambda column: column == "name" or "." in column}
 PER_RUN_ROWS = "select run_id, count(*) as n from concept_space group by run_id order by run_id"
@@ -186,7 +188,7 @@ def _check_store_answer(label: str, stdout: str, expected: str, left_out: set[st
     gone = [c for c in shared if any(FROM_FILE[f](c) for f in left_out if f in FROM_FILE)]
     assert {c: rows["run"][c] for c in shared if c not in gone} == {c: truth["run"][c] for c in shared if c not in gone}
     for c in gone:
-        assert rows["run"][c] == ("incomplete" if c == "status" else "—"), (c, stdout)
+        assert rows["run"][c] == (SUMMARY_UNREADABLE if c == "status" else "—"), (c, stdout)
     if not left_out:
         assert stdout == expected
     return "same answer" if stdout == expected else "answered without the damaged file"

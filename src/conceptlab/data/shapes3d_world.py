@@ -129,12 +129,18 @@ class Shapes3DWorld:
         combos = list(itertools.product(*[range(len(self.levels[a])) for a in self.attributes]))
         self.classes = torch.tensor(combos, dtype=torch.long)  # [M, A] class of each attribute
         self._images: Tensor | None = None
-        if cfg.source == "h5":  # the file checked before any run folder is made, not when the first image is read
-            rows = check_shapes3d_h5(cfg.h5_path)
-            needed = int(index_from_factors(self.factors(self.classes)).max()) + 1
-            if rows < needed:
-                raise ValueError(f"data.h5_path {cfg.h5_path}: {rows:,} images, but this config's scenes need the "
-                                 f"full 3dshapes.h5 layout up to image {needed:,}")
+
+    def check_source(self) -> None:
+        """With `source: h5`, ValueError (one line) unless the file is there, reads as HDF5 in the `3dshapes.h5`
+        layout and holds every image this world's scenes index: what a run checks before its folder is made (the
+        world itself reads the file only when it first needs an image, so a finished run loads without it)."""
+        if self.cfg.source != "h5":
+            return
+        rows = check_shapes3d_h5(self.cfg.h5_path)
+        needed = int(index_from_factors(self.factors(self.classes)).max()) + 1
+        if rows < needed:
+            raise ValueError(f"data.h5_path {self.cfg.h5_path}: {rows:,} images, but this config's scenes need the "
+                             f"full 3dshapes.h5 layout up to image {needed:,}")
 
     def factors(self, classes: Tensor) -> Tensor:
         """Shapes3D factor levels `[N, 6]` of attribute classes `[N, A]` (the other factors at their fixed level)."""

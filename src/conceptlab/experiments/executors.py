@@ -292,7 +292,9 @@ class LocalExecutor:
         """Run tasks in a fresh pool; if a worker dies, return the tasks that never started (to run again)."""
         for task in todo:
             if RunFolder(task.run_dir).holder() is None:  # a run another process is running keeps its status
-                write_status(task.run_dir, "queued", error=None)
+                # queued by this process: once it is gone (Ctrl-C, a kill) the run reads as interrupted, not queued
+                write_status(task.run_dir, "queued", error=None, host=socket.gethostname(), pid=os.getpid(),
+                             slurm_job=None)
         context = _pool_context()
         workers = min(self.workers, len(todo))
         broken = False

@@ -125,6 +125,13 @@ class PreparedRun:
     memory: MemoryEstimate
 
 
+def check_cache(cfg: RunConfig) -> None:
+    """ConfigError (one line) when the run's study keeps a trained probe or classifier in the per-machine cache
+    (`uses_cache`) and that folder cannot be written: found now, not once the model is trained."""
+    if getattr(study_for(cfg.data.kind), "uses_cache", False):
+        check_runs_dir(cache_root(), "the cache folder ($CONCEPTLAB_CACHE, else ~/.cache/conceptlab: trained probes)")
+
+
 def prepare_run(cfg: RunConfig) -> PreparedRun:
     """Every check a run makes before training, in order, each before what it guards is allocated: the figures'
     settings (`CONCEPTLAB_VECTOR_FIGURES`, `CONCEPTLAB_FIGURES`), the cache folder (writable), the memory the
@@ -136,8 +143,7 @@ def prepare_run(cfg: RunConfig) -> PreparedRun:
         figures_wanted()
     except ValueError as err:
         raise ConfigError(str(err)) from None
-    cache = cache_root()  # trained probes and classifiers are kept there once the model is trained: writable now
-    check_runs_dir(cache, "the cache folder ($CONCEPTLAB_CACHE, else ~/.cache/conceptlab: trained probes)")
+    check_cache(cfg)
     study = study_for(cfg.data.kind)
     needs = study_memory(cfg)
     check_memory(cfg, needs=needs)
@@ -433,8 +439,9 @@ def _run_locked(cfg: RunConfig, run: RunFolder, progress: bool, console: Console
     study, dgp, model = study_for(cfg.data.kind), prepared.dgp, prepared.model
     device = resolve_device(cfg.train.device)
     run.root.mkdir(parents=True, exist_ok=True)
-    # under the lock no write of this run is in flight, but a sweep's status.json, which its executor writes
-    stale = remove_stale_temps(run.root, keep=(run.status.name,))
+    # under the lock no write of this run's own is in flight; but its status.json (a sweep's executor), report.html
+    # (`conceptlab report`) and config.yaml (a sweep's manifest) are written by others without the lock: kept
+    stale = remove_stale_temps(run.root, keep=(run.status.name, "report.html", run.config.name))
     if stale:
         console.print(f"removed {stale} temporary file{'s' * (stale > 1)} an earlier invocation left mid-write",
                       highlight=False, markup=False)

@@ -71,8 +71,8 @@ def write_status(run_dir: Path, state: str, **fields) -> None:
 def run_state(run_dir: Path) -> tuple[str, str | None]:
     """(state, last error line) of a run folder as `sweep status` shows it (`store.RunFolder.state`).
 
-    States: done (summary written), failed, running, queued, interrupted (its process is gone:
-    a dead local worker), pending (never started).
+    States: done (summary written), failed, running, queued, interrupted (its process is gone: a dead local
+    worker or sweep), done (summary unreadable) (a torn summary.json), pending (never started).
     """
     return RunFolder(run_dir).state()
 
@@ -152,7 +152,7 @@ def _last_logged_step(log: Path) -> int:
 
 
 def sweep_status(root: Path) -> list[dict[str, Any]]:
-    """One row per manifest run: id, axis values, state (done/running/queued/failed/interrupted/pending), how far an
+    """One row per manifest run: id, axis values, state (`run_state`), how far an
     unfinished run got (`run_progress`: its training step and the time left, or its evaluation), last
     error."""
     manifest = read_manifest(root)

@@ -381,12 +381,14 @@ def sweep_report_html(sweep_root: Path) -> str:
         link = (f'<a href="{html.escape(entry["run_id"])}/{REPORT}">{html.escape(entry["run_id"])}</a>'
                 if report.is_file() else html.escape(entry["run_id"]))
         numbers = {}
-        if state in ("done", UNREADABLE):
+        if state == UNREADABLE:  # a torn summary.json: the row says so, the other runs are still reported
+            unreadable.append(RunFolder(folder).summary_unreadable() or "")
+        elif state == "done":
             try:
                 numbers = headline(RunFolder(folder).read_summary())
-            except ValueError as err:  # a torn summary.json: the row says so, the other runs are still reported
+            except (ValueError, OSError):  # torn or made unreadable since its state was read
                 state = UNREADABLE
-                unreadable.append(str(err))
+                unreadable.append(RunFolder(folder).summary_unreadable() or "")
         headlines.append(numbers)
         rows.append({"run": link, "state": state, **entry["values"]})
     shown, left_out = sweep_columns(headlines)
@@ -397,9 +399,8 @@ def sweep_report_html(sweep_root: Path) -> str:
         runs += (f'<div class="muted">{left_out} more headline numbers (at most {SWEEP_PER_PATTERN} columns per kind '
                  "of number here) are in each run's own report</div>")
     if unreadable:
-        runs = ("<p>" + "<br>".join(html.escape(f"{line}: the run finished but its summary cannot be read; move the "
-                                              "file aside and resume the run (conceptlab resume) to write it again")
-                                    for line in unreadable) + "</p>" + runs)
+        runs = ("<p>" + "<br>".join(html.escape(f"the run finished but its summary cannot be read: {line}")
+                                    for line in unreadable if line) + "</p>" + runs)
     counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
     tables = "".join(f"<h3>{html.escape(p.stem)}</h3>" + table_html(_displayable(read_parquet(p)), p.stem)
                      for p in sorted(root.glob("*.parquet")))

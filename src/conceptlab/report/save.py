@@ -8,7 +8,8 @@ sets the variable empty and checks the vector files where they are the subject.
 
 `CONCEPTLAB_FIGURES=none` has runs draw no figures at all (the studies skip drawing them, `save_figures` writes
 none): for sweeps of many small runs whose figures nobody opens, where drawing them is most of a run's summary (a
-micro run's: ≈ 0.8 s of ≈ 1.2 s). The tests set it, and the tests of figures unset it (`figures` fixture)."""
+micro run's summary: 0.96 s with them, 0.15 s without, docs/benchmarks.md). The tests set it, and the tests of
+figures unset it (`figures` fixture). Figures a run drew before stay in its folder."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ import yaml
 
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import yaml_without_aliases
-from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, RunFolder, status_state
+from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, SUMMARY_UNREADABLE, RunFolder, status_state
 
 TABLES = {
     "concept_space": "concept_space.parquet",
@@ -142,11 +142,17 @@ def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dic
     config = config if isinstance(config, dict) else {}
     summary = summary if isinstance(summary, dict) else None
     status = status if isinstance(status, dict) else {}
-    state = "done" if summary is not None else _scalar(status_state(status, "incomplete"))
+    unreadable = folder.summary_unreadable() if summary is None else None  # a torn summary: as `sweep status` says
+    if summary is not None:
+        state, error = "done", None
+    elif unreadable is not None:
+        state, error = SUMMARY_UNREADABLE, unreadable
+    else:
+        state, error = _scalar(status_state(status, "incomplete")), _scalar(status.get("error"))
     row: dict[str, Any] = {
         "run_id": run_dir.relative_to(root).as_posix() if run_dir != root else run_dir.name,
         "status": state,
-        "error": _scalar(status.get("error")) if state != "done" else None,
+        "error": error,
         "path": str(run_dir),
     }
     try:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -158,18 +159,33 @@ class RunFolder:
         return status if isinstance(status, dict) else {}
 
     def state(self) -> tuple[str, str | None]:
-        """(state, last error line) as `sweep status` and a sweep's report show it: done (summary written), failed,
-        running, queued, interrupted (a status "done" without a summary, or "running" by a process on this host that
-        is gone: a dead local worker), pending (never started, or no readable status), and `SUMMARY_UNREADABLE`: a
-        summary.json that does not read (a torn write), its error naming the file and how to write it again."""
+        """(state, last error line) as `sweep status`, a sweep's report and the store's `runs` table show it: done
+        (summary written), failed, running, queued, interrupted (`status_state`: a status "done" without a summary,
+        or "running" or "queued" by a process of this host that is gone), pending (never started, or no readable
+        status), and `SUMMARY_UNREADABLE`: a summary.json that does not read (a torn write), its error naming the
+        file and how to write it again."""
+        unreadable = self.summary_unreadable()
+        if unreadable is not None:
+            return SUMMARY_UNREADABLE, unreadable
         if self.is_complete():
-            try:
-                self.read_summary()
-            except (ValueError, OSError) as err:
-                return SUMMARY_UNREADABLE, f"{err}; `conceptlab resume {self.root}` writes it again"
             return "done", None
         status = self.read_status()
         return status_state(status, "pending"), status.get("error")
+
+    def summary_unreadable(self) -> str | None:
+        """None unless summary.json is there and does not read as a JSON object (a torn write): then the line that
+        says so and how to write it again (`conceptlab resume` writes the summary of a finished run anew)."""
+        if not self.is_complete():
+            return None
+        try:
+            summary = self.read_summary()
+        except (ValueError, OSError) as err:
+            why = str(err)
+        else:
+            if isinstance(summary, dict):
+                return None
+            why = f"{self.summary} is not a JSON object"
+        return f"{why}; `conceptlab resume {shlex.quote(str(self.root))}` writes it again"
 
     def format_version(self) -> int:
         """The folder's layout version: `FORMAT` for folders with a provenance record, 1 before."""
@@ -274,17 +290,18 @@ class RunFolder:
         return self.figures / name
 
 
-SUMMARY_UNREADABLE = "done, summary unreadable"  # the state of a run whose summary.json is there but not JSON
+SUMMARY_UNREADABLE = "done (summary unreadable)"  # the state of a run whose summary.json is there but not JSON
 
 
 def status_state(status: dict, missing: str) -> str:
-    """The state a run folder's status.json says, for a run without a readable summary (`missing`: the state of
-    one without status): "done" is interrupted (the summary is what finishes a run), and "running" by a process of
-    this host (not a SLURM job) that is gone is interrupted (a killed local worker or `conceptlab run`)."""
+    """The state a run folder's status.json says, for a run without a summary (`missing`: the state of one without
+    status): "done" is interrupted (the summary is what finishes a run), and "running" (a local worker) or "queued"
+    (by a local sweep) by a process of this host, not a SLURM job, that is gone is interrupted (a killed worker, a
+    sweep stopped by Ctrl-C)."""
     state = str(status.get("state", missing))
     if state == "done":
         return "interrupted"
-    if state == "running" and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
+    if state in ("running", "queued") and status.get("host") == socket.gethostname() and not status.get("slurm_job"):
         if not _pid_alive(status.get("pid")):
             return "interrupted"
     return state

@@ -692,6 +692,7 @@ def summarize(cfg, run: RunFolder, dgp, process, steps: list[int], clf_report: d
 class AbstractionsStudy(StudyBase):
     """`data.kind: shapes3d` — when along generation each attribute is committed, under every measure."""
 
+    uses_cache = True  # its attribute classifier is trained once per machine and cached
     kind = "shapes3d"
     version = 8  # 1: before versions entered run ids; 2: 2026-12-01; 3: controls (untrained, pixels); 4: probes held
     # out whole combinations, an order needs every attribute's time, each control's order (2026-12-03); 5: probe
@@ -743,7 +744,9 @@ class AbstractionsStudy(StudyBase):
         )
 
     def check(self, cfg, dgp, model: nn.Module) -> None:
-        """Fail before training on what would only break the evaluation: an unknown probe hook point."""
+        """Fail before training on what would only break the evaluation: an unknown probe hook point; and on a
+        Shapes3D file that is missing or not the dataset's layout (`source: h5`), before the first image is read."""
+        dgp.check_source()
         check_hook(model.net, cfg.eval.abstractions.probe_hook)
 
     def sample_step_settings(self, cfg) -> dict[str, int]:

@@ -198,6 +198,9 @@ class StudyBase:
     # columns (`<name>` in a column stands for a name part, e.g. `p_<concept>`)
     summary_sections: frozenset[str] = frozenset()
     run_tables: Mapping[str, tuple[str, ...]] = {}
+    # whether its runs keep something in the per-machine cache (`store.files.cache_root`: a trained probe or
+    # classifier, decoded images): a run then checks that folder is writable before it trains
+    uses_cache: bool = False
 
     def complete_config(self, cfg) -> None:
         """Fill in defaults and refuse impossible combinations at config load (raise ValueError)."""

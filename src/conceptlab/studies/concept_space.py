@@ -192,6 +192,7 @@ def summarize(cfg, run: RunFolder, data_summary: dict, probe_report: dict) -> Su
 class ConceptSpaceStudy(StudyBase):
     """`data.kind: shapes` — concept-space learning dynamics and hidden capabilities."""
 
+    uses_cache = True  # its concept probe is trained once per machine and cached (CelebA: also its decoded faces)
     kind = "shapes"
     version = 3  # 1: before versions entered run ids (2026-12-01); 2: 2026-12-01; 3: plain (non-CFG) intervention
     summary_sections = frozenset({"concepts", "concept_signal", "train_classes", "held_out_classes", "learning_time",

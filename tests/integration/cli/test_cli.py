@@ -44,6 +44,28 @@ def test_an_unknown_vector_figure_format_is_refused_before_any_work(tmp_path, mo
         prepare_run(load_config("micro"))
 
 
+def test_figures_none_draws_no_figure_and_another_value_is_refused_before_any_work(tmp_path, monkeypatch):
+    """CONCEPTLAB_FIGURES=none (the test suite's setting): the run finishes with no figure drawn or listed; a value
+    that is neither `none` nor `all` is refused like a bad vector format."""
+    from conceptlab.experiments.loading import ConfigError, load_config
+    from conceptlab.experiments.runner import prepare_run
+
+    monkeypatch.setenv("CONCEPTLAB_FIGURES", "some")
+    result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path / "refused"), "--no-progress"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert result.output.startswith("error: CONCEPTLAB_FIGURES='some': choose all"), result.output
+    assert not (tmp_path / "refused").exists()
+    with pytest.raises(ConfigError, match="CONCEPTLAB_FIGURES='some'"):
+        prepare_run(load_config("micro"))
+    monkeypatch.setenv("CONCEPTLAB_FIGURES", "none")
+    result = runner.invoke(app, ["run", "micro", "train.steps=4", "train.checkpoint_steps=[2,4]", "--runs-dir",
+                                 str(tmp_path / "runs"), "--no-progress", "--threads", "1"])
+    assert result.exit_code == 0, result.output
+    (run,) = [p for p in (tmp_path / "runs").iterdir() if not p.name.startswith(".")]
+    assert json.loads((run / "summary.json").read_text())["figures"] == [] and not list(run.rglob("*.png"))
+    assert "figures:" not in result.output and (run / "report.html").is_file()
+
+
 @pytest.mark.slow
 def test_micro_run_end_to_end_then_show_and_resume(tmp_path, figures):
     result = runner.invoke(app, ["run", "micro", "--runs-dir", str(tmp_path), "--no-progress", "--threads", "1"])

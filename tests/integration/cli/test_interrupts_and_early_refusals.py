@@ -31,18 +31,27 @@ def _one_line(output: str) -> str:
 
 
 def test_ctrl_c_in_a_run_says_how_to_resume_it(tmp_path, monkeypatch):
+    """Once the run wrote its config there is something to resume, and the line names the command (the folder
+    quoted for the shell); before that the line says there is nothing to continue."""
     import conceptlab.experiments.runner as run_driver
 
     def interrupted(cfg, run_dir, **kwargs):
         run_dir.mkdir(parents=True, exist_ok=True)
+        if written:
+            (run_dir / "config.yaml").write_text("name: micro\n")
         raise KeyboardInterrupt
 
     monkeypatch.setattr(run_driver, "run_experiment", interrupted)
-    result = runner.invoke(app, ["run", "micro", "train.steps=2", "--runs-dir", str(tmp_path / "my runs"),
-                                 "--no-progress"])
-    assert result.exit_code == 130, result.output
-    (run_dir,) = [p for p in (tmp_path / "my runs").iterdir() if not p.name.startswith(".")]
-    assert f"conceptlab resume '{run_dir}'" in _one_line(result.output), result.output  # quoted: a space
+    for written in (True, False):
+        runs = tmp_path / f"my runs {written}"
+        result = runner.invoke(app, ["run", "micro", "train.steps=2", "--runs-dir", str(runs), "--no-progress"])
+        assert result.exit_code == 130, result.output
+        (run_dir,) = [p for p in runs.iterdir() if not p.name.startswith(".")]
+        said = _one_line(result.output)
+        if written:
+            assert f"conceptlab resume '{run_dir}'" in said, result.output  # quoted: a space
+        else:
+            assert "resume" not in said and "interrupted before" in said, result.output
 
 
 def test_ctrl_c_in_a_sweep_says_the_same_command_continues_it(tmp_path, monkeypatch):

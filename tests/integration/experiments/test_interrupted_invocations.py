@@ -129,15 +129,17 @@ def test_a_kill_right_after_a_checkpoints_training_state_is_saved_loses_no_train
 
 def test_temp_files_a_killed_write_left_are_removed_when_the_run_continues(tmp_path, finished):
     """An atomic write killed between its temp file and the rename (SIGKILL) left `.<name>.<12 hex>` beside the run's
-    files for good; the next invocation, holding the folder's lock, removes them and says so — but a temp of
-    status.json, which a sweep's executor writes without that lock, and a user's own hidden file stay."""
+    files for good; the next invocation, holding the folder's lock, removes them and says so — but the temps of
+    status.json, report.html and config.yaml, which others write without that lock, and a user's own hidden file
+    stay."""
     from io import StringIO
 
     run = tmp_path / "run"
     shutil.copytree(finished, run)
     (run / "summary.json").unlink()
     stale = [run / ".summary.json.0123456789ab", run / "checkpoints" / ".step_000004.safetensors.a1b2c3d4e5f6"]
-    kept = [run / ".status.json.0123456789ab", run / ".my-notes", run / ".notes.txt.0123456789"]
+    kept = [run / ".status.json.0123456789ab", run / ".report.html.0123456789ab", run / ".config.yaml.0123456789ab",
+            run / ".my-notes", run / ".notes.txt.0123456789"]
     for path in stale + kept:
         path.write_text("half")
     out = StringIO()

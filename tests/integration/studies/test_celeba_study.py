@@ -65,7 +65,7 @@ def test_the_face_probe_reads_every_class_and_gives_an_untrained_network_no_cred
         load_or_train_face_probe(ProbeConfig(images_per_class=10, invalid_images=10, epochs=1, min_accuracy=0.999), dgp)
 
 
-def test_a_micro_run_writes_what_the_findings_suite_reads(folder, tmp_path, monkeypatch):
+def test_a_micro_run_writes_what_the_findings_suite_reads(folder, tmp_path, monkeypatch, figures):
     monkeypatch.setenv("CONCEPTLAB_CELEBA", str(folder))  # the folder from the environment: not in the config
     cfg = load_config("celeba-micro")
     run = tmp_path / "run"
@@ -77,6 +77,9 @@ def test_a_micro_run_writes_what_the_findings_suite_reads(folder, tmp_path, monk
     assert target["name"] == "not male, wearing hat" and "linear" in target["matched"]
     for table in ("concept_space", "interventions", "learning_times", "emergence"):
         assert (run / f"{table}.parquet").is_file(), table
+    # its figures, with the faces' attribute names (the only run of this kind that draws them)
+    assert {"figures/accuracy.png", "figures/intervention_scores.png"} <= set(summary["figures"]), summary["figures"]
+    assert all((run / f).is_file() for f in summary["figures"])
     data = json.loads((run / "data.json").read_text())
     assert data["root"] == str(folder) and data["partition"].startswith("official")
     assert data["training_images_per_class"] == {"00": 32, "10": 32, "11": 32}

@@ -233,7 +233,7 @@ def test_a_mapping_in_the_overrides_changes_only_the_keys_it_names(tmp_path):
 def test_a_torn_summary_is_a_row_of_the_sweep_report_that_says_so_not_a_traceback(tmp_path, monkeypatch):
     """All runs handled, a finished run's summary.json torn: `sweep run` exits with its runs' status (it ended in a
     ValueError traceback, then in an unwritten report.html with a warning); the report is written, its row for that
-    run reads "done, summary unreadable" and a line names the file, the other runs reported as usual."""
+    run reads "done (summary unreadable)" and a line names the file, the other runs reported as usual."""
     import conceptlab.experiments.executors as executors
     from conceptlab.report.html import UNREADABLE
 

@@ -186,7 +186,7 @@ def test_a_sweep_column_with_a_missing_value_keeps_its_integers(tmp_path):
 
 def test_a_torn_summary_is_a_row_that_says_so_and_the_other_runs_are_reported(tmp_path):
     """A run whose summary.json is there but not JSON (a torn write) does not take the sweep report down: its row
-    reads "done, summary unreadable", a line names the file, the other runs keep their numbers."""
+    reads "done (summary unreadable)", a line names the file, the other runs keep their numbers."""
     from conceptlab.report.html import UNREADABLE, sweep_report_html
 
     root = _sweep(tmp_path, {"torn": (None, None), "ok": (_emergence_summary(800.0), None)})

@@ -198,7 +198,7 @@ def test_a_killed_local_worker_and_a_torn_summary_read_the_same_in_runs_ls_and_s
     """`runs ls` said "running" for a run whose local worker was killed, where `sweep status` said "interrupted";
     and a torn summary.json was "done" to `sweep status` (an audit, 2026-12-07). Both commands now read one rule
     (`store.run_folder.status_state`): the killed worker's run is interrupted in both, and the torn summary is
-    `done, summary unreadable` to the state, whose error says how to write it again."""
+    `done (summary unreadable)` to the state, whose error says how to write it again."""
     import socket
     import subprocess
 
@@ -216,9 +216,17 @@ def test_a_killed_local_worker_and_a_torn_summary_read_the_same_in_runs_ls_and_s
     (killed / "status.json").write_text(json.dumps({"state": "running", "host": socket.gethostname(),
                                                     "pid": gone.pid, "slurm_job": "7"}))  # a SLURM job: its word
     assert RunFolder(killed).state()[0] == "running"
+    queued = toy_store / "sweep" / "run-2-2"  # queued by a local sweep that was stopped (Ctrl-C) before starting it
+    (queued / "summary.json").unlink()
+    (queued / "status.json").write_text(json.dumps({"state": "queued", "host": socket.gethostname(), "pid": gone.pid}))
+    assert RunFolder(queued).state() == ("interrupted", None)
     torn = toy_store / "sweep" / "run-0-0"
     (torn / "summary.json").write_text('{"learning')
     state, error = RunFolder(torn).state()
     assert state == SUMMARY_UNREADABLE and "summary.json is not valid JSON" in error
     assert f"conceptlab resume {torn}" in error
     assert RunFolder(toy_store / "sweep" / "run-0-1").state() == ("done", None)
+    with open_store(toy_store) as store:
+        runs = store.runs().set_index("run_id")
+    assert runs.loc["sweep/run-0-0", "status"] == SUMMARY_UNREADABLE and runs.loc["sweep/run-0-0", "error"] == error
+    assert runs.loc["sweep/run-2-2", "status"] == "interrupted" and runs.loc["sweep/run-0-1", "status"] == "done"
