@@ -104,12 +104,12 @@ def test_a_refused_invocation_records_no_work_so_it_neither_mixes_the_precision_
         (False, [0, 4], 2), (True, None, 0), (False, None, 0)]
 
 
-def test_a_kill_right_after_a_checkpoints_training_state_is_saved_loses_no_train_log_line(tmp_path, monkeypatch,
-                                                                                          finished):
-    cfg = load_config("micro", STEPS)
+def _killed_after_step_2(cfg, run: Path, monkeypatch) -> None:
+    """Train `run` until its training state at step 2 is saved, then stop it as a kill -9 would, as far as the folder
+    sees it: nothing after that save is written (a BaseException no `except Exception` stops)."""
 
     class Killed(BaseException):
-        """A kill -9 here, as far as the folder sees it: nothing after it is written (no `except Exception` stops it)."""
+        pass
 
     saved = trainer.save_training_state
 
@@ -121,7 +121,13 @@ def test_a_kill_right_after_a_checkpoints_training_state_is_saved_loses_no_train
     with monkeypatch.context() as crashing:
         crashing.setattr(trainer, "save_training_state", save_then_die)
         with pytest.raises(Killed):
-            run_experiment(cfg, tmp_path / "run", progress=False, console=QUIET)
+            run_experiment(cfg, run, progress=False, console=QUIET)
+
+
+def test_a_kill_right_after_a_checkpoints_training_state_is_saved_loses_no_train_log_line(tmp_path, monkeypatch,
+                                                                                          finished):
+    cfg = load_config("micro", STEPS)
+    _killed_after_step_2(cfg, tmp_path / "run", monkeypatch)
     assert [s for s, _ in _log(tmp_path / "run")] == [1, 2]
     run_experiment(cfg, tmp_path / "run", progress=False, console=QUIET)
     assert _log(tmp_path / "run") == _log(finished)  # every step once, the resumed losses the uninterrupted ones
@@ -156,21 +162,7 @@ def test_a_config_edited_under_a_saved_training_state_is_refused_before_resuming
     import yaml
 
     cfg = load_config("micro", STEPS)
-
-    class Killed(BaseException):
-        pass
-
-    saved = trainer.save_training_state
-
-    def save_then_die(path, tensors, sidecar):
-        saved(path, tensors, sidecar)
-        if sidecar["step"] == 2:
-            raise Killed
-
-    with monkeypatch.context() as crashing:
-        crashing.setattr(trainer, "save_training_state", save_then_die)
-        with pytest.raises(Killed):
-            run_experiment(cfg, tmp_path / "run", progress=False, console=QUIET)
+    _killed_after_step_2(cfg, tmp_path / "run", monkeypatch)
     config = tmp_path / "run" / "config.yaml"
     edited = yaml.safe_load(config.read_text())
     edited["train"]["lr"] = edited["train"]["lr"] * 2
