@@ -41,7 +41,8 @@ import pytest
 os.environ["CONCEPTLAB_VECTOR_FIGURES"] = ""  # whatever the caller's shell exports
 # Runs draw no figures (CONCEPTLAB_FIGURES=none) but in the tests whose subject they are (`figures` fixture) and the
 # findings tests: a micro run's summary takes 0.96 s with its figures and 0.15 s without (bench/figures.py --sides
-# none), ≈ 125 of ≈ 1,850 CPU-seconds of `make test` over its ≈ 160 runs (2026-12-07, docs/benchmarks.md).
+# none); the summaries of `make test`'s ≈ 165 runs took 208 CPU-seconds with figures, 59.5 without (2026-12-07,
+# docs/benchmarks.md, "Runs draw no figures in the tests").
 os.environ["CONCEPTLAB_FIGURES"] = "none"
 
 TIMELINE_ENV = "CONCEPTLAB_TEST_TIMELINE"

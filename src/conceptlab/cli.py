@@ -754,7 +754,8 @@ def _distinct_run_configs(sweep) -> list[tuple[str, list[str], str, int]]:
 def _print_unfinished(p) -> None:
     """Each started, unfinished run of the plan (a suite made over sessions): its set, seed, state and how far it got
     (`sweep_state.run_progress`); runs queued or never started are left out."""
-    from conceptlab.experiments.sweep_state import run_progress, run_state
+    from conceptlab.experiments.sweep_state import read_status, run_progress, run_state
+    from conceptlab.store.run_folder import RunFolder
 
     for s in p.sets.values():
         if s.sweep is None:
@@ -764,7 +765,9 @@ def _print_unfinished(p) -> None:
             if not (folder / "config.yaml").is_file():
                 continue
             state, _ = run_state(folder)
-            if state not in ("done", "queued", "pending"):
+            never_started = (read_status(folder).get("state") == "queued" and RunFolder(folder).trained_step() == 0
+                             and not RunFolder(folder).list_checkpoints())  # queued by a sweep that was stopped
+            if state not in ("done", "queued", "pending") and not never_started:
                 console.print(f"{s.name} seed {r.config.train.train_seed} ({r.run_id}): {state}, "
                               f"{run_progress(folder, live=state == 'running') or 'no progress recorded'}",
                               markup=False)
@@ -1243,8 +1246,6 @@ def sweep(
         check_runs_dir(plan.root, "--root" if root is not None else "the sweep root")  # writes nothing
         check_root(plan)  # a run folder, another sweep's folder, or this one's under other overrides: refused
         check_sweep_memory(plan)
-        for kind_ in dict.fromkeys(r.config.data.kind for r in plan.runs):  # a sweep may train the probe itself first
-            check_cache(next(r.config for r in plan.runs if r.config.data.kind == kind_))
     except (ConfigError, ValueError) as err:
         _fail(str(err))
     kind = executor or plan.spec.executor.kind
@@ -1253,6 +1254,13 @@ def sweep(
     if slurm and kind != "slurm":
         _fail(f"--slurm options set the slurm executor's job; this sweep runs on the {kind} executor (add "
               "--executor slurm, or leave --slurm out)")
+    if kind == "local":  # the local pool trains a shared probe in this process before its workers start: check first
+        todo = [r for r in plan.runs if not (r.directory(plan.root) / "summary.json").is_file()]
+        try:
+            for kind_ in dict.fromkeys(r.config.data.kind for r in todo):
+                check_cache(next(r.config for r in todo if r.config.data.kind == kind_))
+        except ConfigError as err:
+            _fail(str(err))
     if dry_run:
         import pandas as pd
 
@@ -1277,7 +1285,7 @@ def sweep(
     except KeyboardInterrupt:  # Ctrl-C: finished runs are kept, the others resume from their last saved state
         root_text = escape(shlex.quote(str(plan.root)))
         if kind == "slurm":  # only the waiting stopped: the job array is SLURM's
-            err_console.print(f"interrupted: stopped waiting; the submitted jobs keep running (`conceptlab sweep "
+            err_console.print(f"interrupted: stopped waiting; any jobs it submitted keep running (`conceptlab sweep "
                               f"status {root_text}` follows them, `scancel` stops them)", highlight=False,
                               soft_wrap=True)
         else:

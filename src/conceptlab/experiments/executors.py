@@ -42,7 +42,7 @@ from conceptlab.experiments.config import RunConfig
 from conceptlab.experiments.loading import ConfigError, parse_override
 from conceptlab.experiments.progress import progress_bar
 from conceptlab.messages import one_line, shown
-from conceptlab.experiments.sweep_state import read_status, write_status
+from conceptlab.experiments.sweep_state import STATES, read_status, write_status
 from conceptlab.store.files import append_text
 from conceptlab.store.run_folder import RunFolder, RunLockedError
 from conceptlab.studies import study_for
@@ -422,13 +422,14 @@ class SlurmExecutor:
         if o.gpus_per_task:
             params["gpus_per_task"] = o.gpus_per_task
         executor.update_parameters(**params)
-        for task in tasks:
-            write_status(task.run_dir, "queued", error=None)
+        for task in tasks:  # no local process's host and pid left from an earlier attempt: SLURM's run now
+            write_status(task.run_dir, "queued", error=None, host=None, pid=None, slurm_job=None)
         threads = [o.cpus_per_task] * len(tasks)
         jobs = executor.map_array(_SlurmTask(), [str(t.run_dir) for t in tasks], threads,
                                   [[str(d) for d in t.donors] for t in tasks])
-        for task, job in zip(tasks, jobs):
-            write_status(task.run_dir, "queued", slurm_job=str(job.job_id))
+        for task, job in zip(tasks, jobs):  # the job id, beside whatever state a task that started already wrote
+            state = read_status(task.run_dir).get("state")
+            write_status(task.run_dir, state if state in STATES else "queued", slurm_job=str(job.job_id))
         return jobs
 
     @property

@@ -376,19 +376,19 @@ def sweep_report_html(sweep_root: Path) -> str:
     rows, headlines, unreadable = [], [], []
     for entry in manifest["runs"]:
         folder = root / entry["run_id"]
-        state = RunFolder(folder).state()[0]
+        state, error = RunFolder(folder).state()
         report = folder / REPORT
         link = (f'<a href="{html.escape(entry["run_id"])}/{REPORT}">{html.escape(entry["run_id"])}</a>'
                 if report.is_file() else html.escape(entry["run_id"]))
         numbers = {}
         if state == UNREADABLE:  # a torn summary.json: the row says so, the other runs are still reported
-            unreadable.append(RunFolder(folder).summary_unreadable() or "")
+            unreadable.append(error or "")
         elif state == "done":
             try:
                 numbers = headline(RunFolder(folder).read_summary())
-            except (ValueError, OSError):  # torn or made unreadable since its state was read
+            except (ValueError, OSError) as err:  # torn, or gone, since its state was read
                 state = UNREADABLE
-                unreadable.append(RunFolder(folder).summary_unreadable() or "")
+                unreadable.append(str(err))
         headlines.append(numbers)
         rows.append({"run": link, "state": state, **entry["values"]})
     shown, left_out = sweep_columns(headlines)

@@ -48,7 +48,7 @@ import yaml
 
 from conceptlab.messages import one_line, shown
 from conceptlab.store.files import yaml_without_aliases
-from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, SUMMARY_UNREADABLE, RunFolder, status_state
+from conceptlab.store.run_folder import CONFIG, INNER_FOLDERS, SUMMARY_UNREADABLE, RunFolder
 
 TABLES = {
     "concept_space": "concept_space.parquet",
@@ -148,7 +148,7 @@ def run_row(root: Path, run_dir: Path, warnings: list[str] | None = None) -> dic
     elif unreadable is not None:
         state, error = SUMMARY_UNREADABLE, unreadable
     else:
-        state, error = _scalar(status_state(status, "incomplete")), _scalar(status.get("error"))
+        state, error = _scalar(folder.live_state(status, "incomplete")), _scalar(status.get("error"))
     row: dict[str, Any] = {
         "run_id": run_dir.relative_to(root).as_posix() if run_dir != root else run_dir.name,
         "status": state,

@@ -170,7 +170,18 @@ class RunFolder:
         if self.is_complete():
             return "done", None
         status = self.read_status()
-        return status_state(status, "pending"), status.get("error")
+        return self.live_state(status, "pending"), status.get("error")
+
+    def live_state(self, status: dict, missing: str) -> str:
+        """`status_state`, but a run whose lock a process holds now is running whatever its status says (a
+        `conceptlab resume` writes none, and its folder may hold a stopped sweep's "queued")."""
+        state = status_state(status, missing)
+        if state == "interrupted":
+            try:
+                return "running" if self.holder() else state
+            except OSError:  # a lock file this reader cannot open (a read-only copy): no process of ours holds it
+                return state
+        return state
 
     def summary_unreadable(self) -> str | None:
         """None unless summary.json is there and does not read as a JSON object (a torn write): then the line that

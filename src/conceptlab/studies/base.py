@@ -13,6 +13,8 @@ that sequence and the one resumable loop over checkpoints; a study fills in what
   (`MemoryNeeds`), so the run driver can refuse a run that cannot fit before allocating anything;
 - `headline(cfg, dgp)`: one line for the console;
 - `prepare_shared(cfg, progress)`: once per sweep, before parallel workers start (e.g. train the cached concept probe);
+- `uses_cache` (default False): True when its runs keep something in the per-machine cache (`store.files.cache_root`),
+  so a run (and a local sweep) checks that folder is writable before training;
 - `evaluation(cfg, dgp, model, run, console, progress)`: an `Evaluation` — its per-checkpoint `Measurement`s,
   which the driver runs resumably (one rule for "every k-th checkpoint", the checkpoint's config hash checked on
   every load), and `summarize()`, which turns the measurements into run-level tables, summary fields and figures.

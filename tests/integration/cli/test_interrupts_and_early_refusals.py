@@ -78,6 +78,20 @@ def test_a_cache_folder_that_cannot_be_written_is_refused_before_training(tmp_pa
     assert not (tmp_path / "runs").exists()
 
 
+def test_an_unwritable_cache_refuses_a_local_sweep_but_not_a_kind_that_keeps_nothing_there(tmp_path, monkeypatch):
+    """A local sweep trains its shared probe in its own process before the workers start: the cache is checked
+    before that (a traceback once it failed); a data kind that keeps nothing in the cache (bumps) is not refused."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CONCEPTLAB_CACHE", str(blocker / "cache"))
+    result = runner.invoke(app, ["sweep", "run", _spec(tmp_path / "s.yaml"), "--root", str(tmp_path / "out"),
+                                 "--no-progress"])
+    assert result.exit_code == 2 and "the cache folder ($CONCEPTLAB_CACHE" in _one_line(result.output), result.output
+    assert not (tmp_path / "out").exists()
+    result = runner.invoke(app, ["run", "bumps-micro", "--dry-run"])
+    assert result.exit_code == 0, result.output
+
+
 def test_sweep_dry_run_refuses_the_roots_the_run_refuses(tmp_path):
     run = tmp_path / "a-run"
     run.mkdir()
