@@ -754,8 +754,7 @@ def _distinct_run_configs(sweep) -> list[tuple[str, list[str], str, int]]:
 def _print_unfinished(p) -> None:
     """Each started, unfinished run of the plan (a suite made over sessions): its set, seed, state and how far it got
     (`sweep_state.run_progress`); runs queued or never started are left out."""
-    from conceptlab.experiments.sweep_state import read_status, run_progress, run_state
-    from conceptlab.store.run_folder import RunFolder
+    from conceptlab.experiments.sweep_state import run_progress, run_state
 
     for s in p.sets.values():
         if s.sweep is None:
@@ -765,9 +764,7 @@ def _print_unfinished(p) -> None:
             if not (folder / "config.yaml").is_file():
                 continue
             state, _ = run_state(folder)
-            never_started = (read_status(folder).get("state") == "queued" and RunFolder(folder).trained_step() == 0
-                             and not RunFolder(folder).list_checkpoints())  # queued by a sweep that was stopped
-            if state not in ("done", "queued", "pending") and not never_started:
+            if state not in ("done", "queued", "pending"):
                 console.print(f"{s.name} seed {r.config.train.train_seed} ({r.run_id}): {state}, "
                               f"{run_progress(folder, live=state == 'running') or 'no progress recorded'}",
                               markup=False)
@@ -1255,10 +1252,11 @@ def sweep(
         _fail(f"--slurm options set the slurm executor's job; this sweep runs on the {kind} executor (add "
               "--executor slurm, or leave --slurm out)")
     if kind == "local":  # the local pool trains a shared probe in this process before its workers start: check first
-        todo = [r for r in plan.runs if not (r.directory(plan.root) / "summary.json").is_file()]
+        todo = {r.config.data.kind: r.config for r in plan.runs
+                if not (r.directory(plan.root) / "summary.json").is_file()}
         try:
-            for kind_ in dict.fromkeys(r.config.data.kind for r in todo):
-                check_cache(next(r.config for r in todo if r.config.data.kind == kind_))
+            for run_config in todo.values():  # one run still to do of each data kind
+                check_cache(run_config)
         except ConfigError as err:
             _fail(str(err))
     if dry_run:

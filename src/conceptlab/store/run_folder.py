@@ -174,13 +174,18 @@ class RunFolder:
 
     def live_state(self, status: dict, missing: str) -> str:
         """`status_state`, but a run whose lock a process holds now is running whatever its status says (a
-        `conceptlab resume` writes none, and its folder may hold a stopped sweep's "queued")."""
+        `conceptlab resume` writes none, and its folder may hold a stopped sweep's "queued"), and a run a stopped
+        sweep queued and nothing ever started (no training state, no checkpoint) is pending, not interrupted."""
         state = status_state(status, missing)
-        if state == "interrupted":
-            try:
-                return "running" if self.holder() else state
-            except OSError:  # a lock file this reader cannot open (a read-only copy): no process of ours holds it
-                return state
+        if state != "interrupted":
+            return state
+        try:
+            if self.holder():
+                return "running"
+        except OSError:  # a lock file this reader cannot open (a read-only copy): no process of ours holds it
+            pass
+        if status.get("state") == "queued" and not self.train_state.is_file() and not self.list_checkpoints():
+            return "pending"
         return state
 
     def summary_unreadable(self) -> str | None:

@@ -714,8 +714,9 @@ class FactorizationStudy(StudyBase):
                 control_table.insert(0, "run", run.name)
                 tables["geometry_controls"] = control_table
                 fields["controls"] = control_fields(control_table)
-            figs = figures(cfg, acc, geo_table, cloud, topo, samples) if figures_wanted() else {}
-            if "controls" in fields and figures_wanted():
+            draw = figures_wanted()  # CONCEPTLAB_FIGURES=none: none drawn
+            figs = figures(cfg, acc, geo_table, cloud, topo, samples) if draw else {}
+            if "controls" in fields and draw:
                 figs["controls.png"] = controls_figure(control_table, f"{cfg.name} ({run.name}), step {final_step}")
             return Summary(
                 fields=fields,

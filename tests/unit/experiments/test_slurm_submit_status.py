@@ -21,6 +21,7 @@ def test_a_submission_clears_a_local_attempts_process_and_keeps_a_started_tasks_
     runs = [tmp_path / "a", tmp_path / "b"]
     for run in runs:
         run.mkdir()
+        (run / "train_state.safetensors").write_bytes(b"")  # an earlier local attempt saved a state: it had started
         (run / "status.json").write_text(json.dumps({"state": "queued", "host": socket.gethostname(),
                                                      "pid": gone.pid, "slurm_job": None}))
     assert RunFolder(runs[0]).state()[0] == "interrupted"  # as `sweep status` read it after the local Ctrl-C

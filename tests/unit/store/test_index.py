@@ -197,8 +197,9 @@ def test_odd_tables_keys_and_nulls_read_as_any_other(toy_store):
 def test_a_killed_local_worker_and_a_torn_summary_read_the_same_in_runs_ls_and_sweep_status(toy_store):
     """`runs ls` said "running" for a run whose local worker was killed, where `sweep status` said "interrupted";
     and a torn summary.json was "done" to `sweep status` (an audit, 2026-12-07). Both commands now read one rule
-    (`store.run_folder.status_state`): the killed worker's run is interrupted in both, and the torn summary is
-    `done (summary unreadable)` to the state, whose error says how to write it again."""
+    (`store.run_folder.RunFolder.live_state`): the killed worker's run is interrupted in both, a run a stopped sweep
+    queued is pending if it never started and interrupted if it had, and the torn summary is `done (summary
+    unreadable)` in both, its error saying how to write it again."""
     import socket
     import subprocess
 
@@ -219,7 +220,12 @@ def test_a_killed_local_worker_and_a_torn_summary_read_the_same_in_runs_ls_and_s
     queued = toy_store / "sweep" / "run-2-2"  # queued by a local sweep that was stopped (Ctrl-C) before starting it
     (queued / "summary.json").unlink()
     (queued / "status.json").write_text(json.dumps({"state": "queued", "host": socket.gethostname(), "pid": gone.pid}))
-    assert RunFolder(queued).state() == ("interrupted", None)
+    assert RunFolder(queued).state() == ("pending", None)  # nothing of it ever started
+    started = toy_store / "sweep" / "run-2-1"  # the same, queued again after an earlier attempt saved a state
+    (started / "summary.json").unlink()
+    (started / "status.json").write_text(json.dumps({"state": "queued", "host": socket.gethostname(), "pid": gone.pid}))
+    (started / "train_state.safetensors").write_bytes(b"")
+    assert RunFolder(started).state() == ("interrupted", None)
     torn = toy_store / "sweep" / "run-0-0"
     (torn / "summary.json").write_text('{"learning')
     state, error = RunFolder(torn).state()
@@ -229,4 +235,5 @@ def test_a_killed_local_worker_and_a_torn_summary_read_the_same_in_runs_ls_and_s
     with open_store(toy_store) as store:
         runs = store.runs().set_index("run_id")
     assert runs.loc["sweep/run-0-0", "status"] == SUMMARY_UNREADABLE and runs.loc["sweep/run-0-0", "error"] == error
-    assert runs.loc["sweep/run-2-2", "status"] == "interrupted" and runs.loc["sweep/run-0-1", "status"] == "done"
+    assert runs.loc["sweep/run-2-2", "status"] == "pending" and runs.loc["sweep/run-2-1", "status"] == "interrupted"
+    assert runs.loc["sweep/run-0-1", "status"] == "done"
